@@ -1,0 +1,159 @@
+package fsm
+
+import (
+	"fmt"
+	"sync"
+
+	"coord/zxid"
+)
+
+// DefaultMaxDataBytes is ZooKeeper's default jute.maxbuffer: the largest
+// znode data accepted.
+const DefaultMaxDataBytes = 1 << 20
+
+// Config is the state machine's configuration. It changes what apply
+// accepts, so every server of a cluster must use the same values.
+type Config struct {
+	// MaxDataBytes is the largest data a create or setData may carry.
+	MaxDataBytes int
+}
+
+// DefaultConfig returns the configuration a cluster uses unless told
+// otherwise.
+func DefaultConfig() Config { return Config{MaxDataBytes: DefaultMaxDataBytes} }
+
+// Validate reports a configuration apply cannot work with.
+func (c Config) Validate() error {
+	if c.MaxDataBytes < 0 || c.MaxDataBytes > 1<<30 {
+		return fmt.Errorf("fsm: MaxDataBytes = %d, want 0 (default) to %d", c.MaxDataBytes, 1<<30)
+	}
+	return nil
+}
+
+// FSM is the replicated state machine: the znode tree, the session table
+// and the zxid clock, changed only by Apply and Restore. It is safe for one
+// applying goroutine and any number of readers: readers take a View, an
+// immutable state that existed between two commands.
+type FSM struct {
+	mu    sync.Mutex
+	cfg   Config
+	s     state
+	gen   uint64 // generation the writer owns; views hold older ones
+	dirty bool   // a command ran since view was taken
+	view  *View
+	acls  *aclTable
+}
+
+// New returns a state machine holding what a fresh ZooKeeper holds: the root,
+// /zookeeper, /zookeeper/quota and /zookeeper/config.
+func New(cfg Config) *FSM {
+	if cfg.MaxDataBytes == 0 {
+		cfg.MaxDataBytes = DefaultMaxDataBytes
+	}
+	f := &FSM{cfg: cfg, gen: 1, acls: newACLTable(), dirty: true}
+	f.s = newState(f.gen, f.acls)
+	return f
+}
+
+// Result is what a committed command did. Err is nil or an *Error; a failed
+// command changed nothing but still consumed its zxid, as in ZooKeeper.
+type Result struct {
+	Zxid      zxid.Zxid
+	Err       error
+	Path      string     // create: the created path (with its sequence suffix)
+	Stat      Stat       // create, setData, setACL: the node's new Stat
+	SessionID int64      // createSession: the new session's id
+	Multi     []OpResult // multi: one result per op
+}
+
+// OpResult is one op's outcome inside a multi. When the multi failed, the ops
+// before the failing one report OK, the failing one its error and the ones
+// after it RuntimeInconsistency, as ZooKeeper reports them.
+type OpResult struct {
+	Type CmdType
+	Code Code
+	Path string
+	Stat Stat
+}
+
+// ApplyEntry decodes and applies one log entry committed in raft term term.
+// A decoding error means this server cannot follow the log: the caller must
+// stop rather than diverge.
+func (f *FSM) ApplyEntry(term uint64, data []byte) (Result, []Trigger, error) {
+	c, err := DecodeCommand(data)
+	if err != nil {
+		return Result{}, nil, err
+	}
+	r, t := f.Apply(term, c)
+	return r, t, nil
+}
+
+// Apply applies one committed command from raft term term, returning its
+// result and the watch triggers it fired, in order. It is deterministic: the
+// same commands with the same terms give the same results and state on every
+// server.
+func (f *FSM) Apply(term uint64, c *Command) (Result, []Trigger) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	z := f.s.clock.Next(term)
+	f.dirty = true
+	t := txn{f: f, s: &f.s, g: f.gen, zxid: int64(z), cmd: c}
+	res := Result{Zxid: z}
+	if c.Session != 0 && c.Type != CmdCreateSession && c.Type != CmdCloseSession && c.Type != CmdAttachSession {
+		sess, ok := f.s.sessions.Get(c.Session)
+		if !ok {
+			res.Err = &Error{Code: SessionExpired, Op: c.Type.String()}
+			return res, nil
+		}
+		if c.Owner != "" && sess.owner != "" && c.Owner != sess.owner {
+			res.Err = &Error{Code: SessionMoved, Op: c.Type.String()}
+			return res, nil
+		}
+	}
+	switch c.Type {
+	case CmdCreateSession:
+		res.SessionID, res.Err = t.createSession()
+	case CmdCloseSession:
+		res.Err = t.closeSession()
+	case CmdAttachSession:
+		res.Err = t.attachSession()
+	case CmdMulti:
+		res.Multi, res.Err = t.multi()
+	case CmdCreate, CmdDelete, CmdSetData, CmdSetACL, CmdCheck, CmdDeleteContainer:
+		var r OpResult
+		r, res.Err = t.op(&c.Op)
+		res.Path, res.Stat = r.Path, r.Stat
+	default:
+		res.Err = &Error{Code: Unimplemented, Op: c.Type.String()}
+	}
+	return res, t.triggers
+}
+
+// View returns an immutable view of the current state: a state after some
+// whole command. Taking one is O(1); the writer then copies what it changes.
+func (f *FSM) View() *View {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.viewLocked()
+}
+
+func (f *FSM) viewLocked() *View {
+	if f.view == nil || f.dirty {
+		f.view = &View{s: f.s}
+		f.freezeLocked()
+	}
+	return f.view
+}
+
+// freezeLocked makes everything built so far immutable.
+func (f *FSM) freezeLocked() {
+	f.gen++
+	f.dirty = false
+}
+
+// LastZxid returns the zxid of the last applied command.
+func (f *FSM) LastZxid() zxid.Zxid {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.s.clock.Last()
+}

@@ -1,0 +1,430 @@
+package fsm
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Snapshot stream layout. The stream is a sequence of blocks, each a uvarint
+// length, that many bytes and their CRC-32C (4 bytes, big endian); a block of
+// length 0 ends the stream. Records never span blocks, so a reader checks a
+// block's CRC and then parses it from memory. The records, in order:
+//
+//	header:  magic "COORDSNP", format byte, uvarint epoch, counter, last raft
+//	         term, uvarint #znodes, uvarint #sessions
+//	session: varint id, varint timeout, bytes password, owner   (by id;
+//	         format 1 has no owner)
+//	acl:     tag 1, uvarint #entries, (uvarint perms, scheme, id)...
+//	znode:   tag 2, name, uvarint acl index, varint czxid mzxid pzxid ctime
+//	         mtime owner version cversion aversion, nullable data, uvarint #kids
+//	end:     tag 0
+//
+// Znodes come in pre-order with children sorted by name, so the stream is a
+// pure function of the state: equal states give equal bytes, and the digest
+// is the SHA-256 of the stream. An ACL record precedes the first znode that
+// uses it; znodes refer to ACLs by order of first appearance.
+const (
+	snapMagic     = "COORDSNP"
+	snapFormat    = 2 // 2 added the session owner
+	snapBlockSize = 64 << 10
+	snapMaxBlock  = 1<<30 + snapBlockSize
+	tagEnd        = 0
+	tagACL        = 1
+	tagNode       = 2
+)
+
+// ErrCorruptSnapshot is wrapped by every snapshot reading failure.
+var ErrCorruptSnapshot = errors.New("fsm: corrupt snapshot")
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+type snapWriter struct {
+	w   io.Writer
+	buf []byte
+	n   int64
+	err error
+}
+
+func (sw *snapWriter) endRecord() {
+	if len(sw.buf) >= snapBlockSize {
+		sw.flush()
+	}
+}
+
+func (sw *snapWriter) flush() {
+	if sw.err != nil || len(sw.buf) == 0 {
+		return
+	}
+	var hdr [binary.MaxVarintLen64]byte
+	h := binary.PutUvarint(hdr[:], uint64(len(sw.buf)))
+	var sum [4]byte
+	binary.BigEndian.PutUint32(sum[:], crc32.Checksum(sw.buf, castagnoli))
+	for _, part := range [][]byte{hdr[:h], sw.buf, sum[:]} {
+		n, err := sw.w.Write(part)
+		sw.n += int64(n)
+		if err != nil {
+			sw.err = err
+			return
+		}
+	}
+	sw.buf = sw.buf[:0]
+}
+
+// WriteTo streams the state as a snapshot. It reads only the immutable view,
+// so the FSM goes on applying meanwhile.
+func (v *View) WriteTo(w io.Writer) (int64, error) {
+	sw := &snapWriter{w: w, buf: make([]byte, 0, 2*snapBlockSize)}
+	b := append(sw.buf, snapMagic...)
+	b = append(b, snapFormat)
+	b = binary.AppendUvarint(b, uint64(v.s.clock.Epoch))
+	b = binary.AppendUvarint(b, uint64(v.s.clock.Counter))
+	b = binary.AppendUvarint(b, v.s.clock.LastTerm)
+	b = binary.AppendUvarint(b, uint64(v.s.nodes))
+	b = binary.AppendUvarint(b, uint64(v.s.sessions.Len()))
+	sw.buf = b
+	v.s.sessions.Ascend(func(_ int64, s *session) bool {
+		sw.buf = binary.AppendVarint(sw.buf, s.id)
+		sw.buf = binary.AppendVarint(sw.buf, int64(s.timeout))
+		sw.buf = appendBytes(sw.buf, s.password)
+		sw.buf = appendString(sw.buf, s.owner)
+		sw.endRecord()
+		return sw.err == nil
+	})
+	aclIndex := map[string]uint64{}
+	var walk func(name string, n *znode) bool
+	walk = func(name string, n *znode) bool {
+		idx, ok := aclIndex[n.acl.key]
+		if !ok {
+			idx = uint64(len(aclIndex))
+			aclIndex[n.acl.key] = idx
+			b := append(sw.buf, tagACL)
+			b = binary.AppendUvarint(b, uint64(len(n.acl.acls)))
+			for _, a := range n.acl.acls {
+				b = binary.AppendUvarint(b, uint64(uint32(a.Perms)))
+				b = appendString(b, a.ID.Scheme)
+				b = appendString(b, a.ID.ID)
+			}
+			sw.buf = b
+		}
+		b := append(sw.buf, tagNode)
+		b = appendString(b, name)
+		b = binary.AppendUvarint(b, idx)
+		for _, x := range [...]int64{n.czxid, n.mzxid, n.pzxid, n.ctime, n.mtime, n.owner,
+			int64(n.version), int64(n.cversion), int64(n.aversion)} {
+			b = binary.AppendVarint(b, x)
+		}
+		b = appendNullableBytes(b, n.data)
+		b = binary.AppendUvarint(b, uint64(n.kids.Len()))
+		sw.buf = b
+		sw.endRecord()
+		if sw.err != nil {
+			return false
+		}
+		ok = true
+		n.kids.Ascend(func(k string, c *znode) bool {
+			ok = walk(k, c)
+			return ok
+		})
+		return ok
+	}
+	walk("", v.s.root)
+	sw.buf = append(sw.buf, tagEnd)
+	sw.flush()
+	if sw.err == nil {
+		var end [1]byte // a zero-length block
+		n, err := w.Write(end[:])
+		sw.n += int64(n)
+		sw.err = err
+	}
+	return sw.n, sw.err
+}
+
+// Digest is the SHA-256 of the state's snapshot stream: two states are equal
+// exactly when their digests are.
+func (v *View) Digest() [32]byte {
+	h := sha256.New()
+	bw := bufio.NewWriterSize(h, 1<<16)
+	v.WriteTo(bw) // a hash never fails to write
+	bw.Flush()
+	var d [32]byte
+	h.Sum(d[:0])
+	return d
+}
+
+// snapReader hands out the checked blocks of a snapshot stream.
+type snapReader struct {
+	r     *bufio.Reader
+	block []byte
+	dec   decoder
+}
+
+func (sr *snapReader) corrupt(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrCorruptSnapshot, fmt.Sprintf(format, args...))
+}
+
+// next loads the next block into the decoder; it returns io.EOF at the
+// stream's end marker.
+func (sr *snapReader) next() error {
+	n, err := binary.ReadUvarint(sr.r)
+	if err != nil {
+		return sr.corrupt("reading block length: %v", err)
+	}
+	if n == 0 {
+		return io.EOF
+	}
+	if n > snapMaxBlock {
+		return sr.corrupt("block of %d bytes", n)
+	}
+	if uint64(cap(sr.block)) < n+4 {
+		sr.block = make([]byte, n+4)
+	}
+	b := sr.block[:n+4]
+	if _, err := io.ReadFull(sr.r, b); err != nil {
+		if err == io.ErrUnexpectedEOF || err == io.EOF {
+			return sr.corrupt("stream ends inside a block")
+		}
+		return fmt.Errorf("fsm: reading snapshot: %w", err)
+	}
+	if crc32.Checksum(b[:n], castagnoli) != binary.BigEndian.Uint32(b[n:]) {
+		return sr.corrupt("block checksum mismatch")
+	}
+	sr.dec = decoder{buf: b[:n]}
+	return nil
+}
+
+// record makes sure the decoder is positioned at a record.
+func (sr *snapReader) record() error {
+	if sr.dec.err != nil {
+		return sr.corrupt("%v", sr.dec.err)
+	}
+	if len(sr.dec.buf) == 0 {
+		if err := sr.next(); err != nil {
+			if err == io.EOF {
+				return sr.corrupt("stream ends before its end record")
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// Restore replaces the whole state with the snapshot read from r. On any
+// error the FSM keeps its current state.
+func (f *FSM) Restore(r io.Reader) error {
+	f.mu.Lock()
+	g := f.gen + 1 // a generation no view has seen
+	acls := f.acls
+	f.mu.Unlock()
+
+	s, err := readSnapshot(r, g, acls)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.s = s
+	f.gen = g
+	f.freezeLocked()
+	f.view = nil // the cached view shows the old state
+	return nil
+}
+
+func readSnapshot(r io.Reader, g uint64, acls *aclTable) (state, error) {
+	sr := &snapReader{r: bufio.NewReaderSize(r, 1<<16)}
+	if err := sr.next(); err != nil {
+		if err == io.EOF {
+			return state{}, sr.corrupt("empty stream")
+		}
+		return state{}, err
+	}
+	d := &sr.dec
+	if len(d.buf) < len(snapMagic)+1 || string(d.buf[:len(snapMagic)]) != snapMagic {
+		return state{}, sr.corrupt("bad magic")
+	}
+	format := d.buf[len(snapMagic)]
+	if format != 1 && format != snapFormat {
+		return state{}, sr.corrupt("unknown format %d", format)
+	}
+	d.buf = d.buf[len(snapMagic)+1:]
+	var s state
+	s.clock.Epoch = d.uint32()
+	s.clock.Counter = d.uint32()
+	s.clock.LastTerm = d.uvarint()
+	wantNodes := d.uvarint()
+	nSessions := d.uvarint()
+	if d.err != nil {
+		return state{}, sr.corrupt("header: %v", d.err)
+	}
+	sessions := make([]bitem[int64, *session], 0, min(nSessions, 1024))
+	for i := uint64(0); i < nSessions; i++ {
+		if err := sr.record(); err != nil {
+			return state{}, err
+		}
+		sess := &session{gen: g, id: d.varint(), timeout: d.int32(), password: bytes.Clone(d.bytes())}
+		if format >= 2 {
+			sess.owner = d.string()
+		}
+		if d.err == nil && len(sessions) > 0 && sess.id <= sessions[len(sessions)-1].k {
+			return state{}, sr.corrupt("sessions out of order")
+		}
+		sessions = append(sessions, bitem[int64, *session]{sess.id, sess})
+	}
+	rb := &restoreBuilder{sr: sr, g: g, acls: acls, ephemerals: map[int64][]bitem[string, struct{}]{}}
+	_, root, err := rb.node("", true)
+	if err != nil {
+		return state{}, err
+	}
+	if err := sr.record(); err != nil {
+		return state{}, err
+	}
+	if tag := d.byte(); tag != tagEnd || d.err != nil || len(d.buf) != 0 {
+		return state{}, sr.corrupt("missing end record")
+	}
+	if err := sr.next(); err != io.EOF {
+		if err == nil {
+			return state{}, sr.corrupt("data after the end record")
+		}
+		return state{}, err
+	}
+	if _, err := sr.r.ReadByte(); err != io.EOF {
+		return state{}, sr.corrupt("bytes after the end of the stream")
+	}
+	if uint64(rb.count) != wantNodes {
+		return state{}, sr.corrupt("header says %d znodes, stream has %d", wantNodes, rb.count)
+	}
+	s.root = root
+	s.nodes = rb.count
+	// The walk meets paths in tree order, which is not string order ("/a/e"
+	// comes before "/a-c"): sort before building the path sets.
+	s.containers = buildBtree(g, sortedItems(rb.containers))
+	s.ttls = buildBtree(g, sortedItems(rb.ttls))
+	for _, it := range sessions {
+		eph := rb.ephemerals[it.k]
+		delete(rb.ephemerals, it.k)
+		it.v.ephemerals = buildBtree(g, sortedItems(eph))
+	}
+	if len(rb.ephemerals) > 0 {
+		return state{}, sr.corrupt("ephemeral nodes of %d unknown sessions", len(rb.ephemerals))
+	}
+	s.sessions = buildBtree(g, sessions)
+	return s, nil
+}
+
+func sortedItems(items []bitem[string, struct{}]) []bitem[string, struct{}] {
+	slices.SortFunc(items, func(a, b bitem[string, struct{}]) int { return strings.Compare(a.k, b.k) })
+	return items
+}
+
+// restoreBuilder rebuilds the tree from the pre-order znode records.
+type restoreBuilder struct {
+	sr         *snapReader
+	g          uint64
+	acls       *aclTable
+	aclList    []*aclList
+	count      int
+	containers []bitem[string, struct{}]
+	ttls       []bitem[string, struct{}]
+	ephemerals map[int64][]bitem[string, struct{}]
+}
+
+// node reads one znode record (after any ACL records before it) and its
+// subtree. The znode's path is prefix and its name ("/" for the root).
+func (rb *restoreBuilder) node(prefix string, isRoot bool) (string, *znode, error) {
+	sr, d := rb.sr, &rb.sr.dec
+	var tag byte
+	for {
+		if err := sr.record(); err != nil {
+			return "", nil, err
+		}
+		if tag = d.byte(); tag != tagACL {
+			break
+		}
+		n := d.count(3)
+		acl := make([]ACL, n)
+		for i := range acl {
+			acl[i] = ACL{Perms: Perm(d.uint32()), ID: Id{Scheme: d.string(), ID: d.string()}}
+		}
+		if d.err != nil {
+			return "", nil, sr.corrupt("acl record: %v", d.err)
+		}
+		rb.aclList = append(rb.aclList, rb.acls.intern(acl))
+	}
+	if tag != tagNode {
+		return "", nil, sr.corrupt("record tag %d where a znode belongs", tag)
+	}
+	name := d.string()
+	path := prefix + name
+	if isRoot {
+		path = "/"
+	}
+	aclIdx := d.uvarint()
+	var f [9]int64
+	for i := range f {
+		f[i] = d.varint()
+	}
+	data := d.nullableBytes()
+	nkids := d.uvarint()
+	if d.err != nil {
+		return "", nil, sr.corrupt("znode record: %v", d.err)
+	}
+	if aclIdx >= uint64(len(rb.aclList)) {
+		return "", nil, sr.corrupt("znode %q refers to ACL %d of %d", path, aclIdx, len(rb.aclList))
+	}
+	if (name == "") != isRoot || strings.IndexByte(name, '/') >= 0 {
+		return "", nil, sr.corrupt("bad znode name %q under %q", name, path)
+	}
+	for _, x := range f[6:] {
+		if x < math.MinInt32 || x > math.MaxInt32 {
+			return "", nil, sr.corrupt("znode %q version out of range", path)
+		}
+	}
+	n := &znode{
+		gen: rb.g, data: bytes.Clone(data), acl: rb.aclList[aclIdx],
+		czxid: f[0], mzxid: f[1], pzxid: f[2], ctime: f[3], mtime: f[4], owner: f[5],
+		version: int32(f[6]), cversion: int32(f[7]), aversion: int32(f[8]),
+	}
+	rb.count++
+	switch kind, _ := KindOfOwner(n.owner); kind {
+	case OwnerContainer:
+		rb.containers = append(rb.containers, bitem[string, struct{}]{path, struct{}{}})
+	case OwnerTTL:
+		rb.ttls = append(rb.ttls, bitem[string, struct{}]{path, struct{}{}})
+	case OwnerSession:
+		if nkids > 0 {
+			return "", nil, sr.corrupt("ephemeral %q has children", path)
+		}
+		rb.ephemerals[n.owner] = append(rb.ephemerals[n.owner], bitem[string, struct{}]{path, struct{}{}})
+	}
+	if nkids == 0 {
+		return name, n, nil
+	}
+	if nkids > math.MaxInt32 {
+		return "", nil, sr.corrupt("znode %q claims %d children", path, nkids)
+	}
+	kidPrefix := path + "/"
+	if isRoot {
+		kidPrefix = "/"
+	}
+	kids := make([]bitem[string, *znode], 0, min(nkids, 64)) // a forged count must not allocate
+	for i := uint64(0); i < nkids; i++ {
+		cname, c, err := rb.node(kidPrefix, false)
+		if err != nil {
+			return "", nil, err
+		}
+		if len(kids) > 0 && cname <= kids[len(kids)-1].k {
+			return "", nil, sr.corrupt("children of %q out of order", path)
+		}
+		kids = append(kids, bitem[string, *znode]{cname, c})
+	}
+	n.kids = buildBtree(rb.g, kids)
+	return name, n, nil
+}
