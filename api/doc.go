@@ -1,0 +1,13 @@
+// Package api holds coord's protobuf messages and gRPC services, generated
+// from coord.proto. It has no logic: the server and the client map these
+// messages to and from fsm types. The generated files are checked in so that
+// a build needs neither protoc nor its plugins.
+//
+// To regenerate (Debian's protobuf-compiler, and the plugins from
+// `go install google.golang.org/protobuf/cmd/protoc-gen-go@latest` and
+// `go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@latest`):
+//
+//	go generate ./api
+package api
+
+//go:generate protoc --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative coord.proto

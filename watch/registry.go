@@ -1,0 +1,306 @@
+package watch
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+
+	"coord/fsm"
+)
+
+// NoZxid is the Zxid of events that no single change caused: those Reattach
+// synthesizes from a node's state (ZooKeeper's WatchedEvent.NO_ZXID).
+const NoZxid int64 = -1
+
+// Event is one watch notification due to one session.
+type Event struct {
+	Session int64
+	Path    string // the changed node (a descendant of the watched path for recursive watches)
+	Type    fsm.EventType
+	Zxid    int64 // the change's zxid, or NoZxid
+}
+
+// AddWatchMode is the mode of ZooKeeper's addWatch request (AddWatchMode).
+type AddWatchMode int32
+
+const (
+	ModePersistent          AddWatchMode = 0
+	ModePersistentRecursive AddWatchMode = 1
+)
+
+// WatcherType selects watches in removeWatches and checkWatches, with
+// ZooKeeper's numbers (Watcher.WatcherType; 4 and 5 since 3.9).
+type WatcherType int32
+
+const (
+	Children            WatcherType = 1 // one-shot child watches
+	Data                WatcherType = 2 // one-shot data watches (getData, exists)
+	Any                 WatcherType = 3 // every kind
+	Persistent          WatcherType = 4 // persistent watches
+	PersistentRecursive WatcherType = 5 // persistent-recursive watches
+)
+
+// Valid reports whether t is one of ZooKeeper's watcher types.
+func (t WatcherType) Valid() bool { return t >= Children && t <= PersistentRecursive }
+
+func (t WatcherType) String() string {
+	switch t {
+	case Children:
+		return "Children"
+	case Data:
+		return "Data"
+	case Any:
+		return "Any"
+	case Persistent:
+		return "Persistent"
+	case PersistentRecursive:
+		return "PersistentRecursive"
+	}
+	return fmt.Sprintf("WatcherType(%d)", int32(t))
+}
+
+// Errors returned by the registry.
+var (
+	// ErrBadMode: an addWatch mode other than 0 and 1.
+	ErrBadMode = errors.New("watch: unsupported addWatch mode")
+	// ErrViewTooOld: the registry no longer remembers every change made after
+	// the given view; read a newer view and try again.
+	ErrViewTooOld = errors.New("watch: view older than the trigger history")
+)
+
+// kind is a set of watch kinds one session holds on one path.
+type kind uint8
+
+const (
+	kData kind = 1 << iota
+	kChild
+	kPersistent
+	kRecursive
+	kAll = kData | kChild | kPersistent | kRecursive
+)
+
+// mask is the set of kinds t selects (ZooKeeper 3.9's DataTree.removeWatch
+// and containsWatcher: Children and Data match only one-shot watches).
+func (t WatcherType) mask() kind {
+	switch t {
+	case Children:
+		return kChild
+	case Data:
+		return kData
+	case Any:
+		return kAll
+	case Persistent:
+		return kPersistent
+	case PersistentRecursive:
+		return kRecursive
+	}
+	return 0
+}
+
+// entry is the watchers of one path.
+type entry struct {
+	kinds map[int64]kind
+	// held counts the sessions holding each kind here (index: bit number),
+	// so that Trigger knows beforehand whether a change empties the path and
+	// whether a recursive watch is here to be found.
+	held [4]int32
+	big  bool // kinds once held more than recycleMax sessions
+}
+
+// holds reports whether some session holds a kind in k here.
+func (e *entry) holds(k kind) bool {
+	for i := range e.held {
+		if k&(1<<i) != 0 && e.held[i] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// recycleMax bounds the entries kept for reuse and their size: a path whose
+// one-shot watchers all fire is usually watched again at once by the same
+// clients.
+const recycleMax = 16
+
+// historyLen is how many triggers the registry remembers for registrations
+// made from views older than its latest trigger.
+const historyLen = 4096
+
+// Registry is a server's watch registry. It is safe for concurrent use: reads
+// register watches from many goroutines while the apply goroutine triggers.
+type Registry struct {
+	mu       sync.Mutex
+	paths    map[string]*entry
+	sessions map[int64]*sessionPaths
+	pairs    int // (session, path) pairs holding at least one kind
+	n        int // registered watches, each kind counted once
+	nrec     int // recursive watches
+	scratch  []int64
+	spare    []*entry // emptied entries for reuse
+
+	// The trigger history: a ring of the last historyLen triggers, in the
+	// order Trigger saw them.
+	hist   []fsm.Trigger
+	next   int   // slot of the next trigger
+	count  int   // triggers held
+	forgot int64 // newest zxid evicted from the ring
+}
+
+// New returns an empty registry.
+func New() *Registry {
+	return &Registry{
+		paths:    map[string]*entry{},
+		sessions: map[int64]*sessionPaths{},
+		forgot:   math.MinInt64,
+	}
+}
+
+// AddData registers a one-shot data watch: the server calls it for getData
+// on an existing node, and for exists whether or not the node exists (so a
+// watch set on a missing node fires NodeCreated). It suits a caller that
+// registers in step with Trigger; a read served from a view uses
+// AddDataAsOf.
+func (r *Registry) AddData(session int64, path string) {
+	r.mu.Lock()
+	r.add(session, path, kData)
+	r.mu.Unlock()
+}
+
+// AddChild registers a one-shot child watch (getChildren on an existing
+// node).
+func (r *Registry) AddChild(session int64, path string) {
+	r.mu.Lock()
+	r.add(session, path, kChild)
+	r.mu.Unlock()
+}
+
+// AddWatch registers a persistent (mode 0) or persistent-recursive (mode 1)
+// watch, as ZooKeeper's addWatch. It fires nothing at once.
+func (r *Registry) AddWatch(session int64, path string, mode AddWatchMode) error {
+	var k kind
+	switch mode {
+	case ModePersistent:
+		k = kPersistent
+	case ModePersistentRecursive:
+		k = kRecursive
+	default:
+		return fmt.Errorf("%w: %d", ErrBadMode, int32(mode))
+	}
+	r.mu.Lock()
+	r.add(session, path, k)
+	r.mu.Unlock()
+	return nil
+}
+
+// RemoveSession drops every watch of the session (its connection closed,
+// the session ended or moved to another server).
+func (r *Registry) RemoveSession(session int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sp := r.sessions[session]
+	if sp == nil {
+		return
+	}
+	delete(r.sessions, session)
+	for p := range sp.paths {
+		e := r.paths[p]
+		if e == nil {
+			continue
+		}
+		if k := e.kinds[session]; k != 0 {
+			r.drop(session, p, e, k, k)
+		}
+	}
+}
+
+// Remove drops the session's watches on path that which selects
+// (removeWatches) and reports whether there was any: ZooKeeper answers
+// NoWatcher otherwise. As in ZooKeeper 3.9, Children and Data remove only
+// one-shot watches; a persistent watch goes with Persistent or Any, a
+// recursive one with PersistentRecursive or Any. An invalid which matches
+// nothing.
+func (r *Registry) Remove(session int64, path string, which WatcherType) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.paths[path]
+	if e == nil {
+		return false
+	}
+	k := e.kinds[session]
+	c := k & which.mask()
+	if c == 0 {
+		return false
+	}
+	r.drop(session, path, e, k, c)
+	return true
+}
+
+// Contains reports whether the session holds a watch on path that which
+// selects (checkWatches), with Remove's matching rules.
+func (r *Registry) Contains(session int64, path string, which WatcherType) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.paths[path]
+	return e != nil && e.kinds[session]&which.mask() != 0
+}
+
+// Stats returns the numbers of the four-letter word wchs: sessions with at
+// least one watch, watched paths, and (session, path) pairs. Unlike
+// ZooKeeper's wchs, which reports only its data-watch table, it counts every
+// kind of watch.
+func (r *Registry) Stats() (connections, paths, total int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for s, sp := range r.sessions {
+		if r.sweep(s, sp) > 0 {
+			connections++
+		}
+	}
+	return connections, len(r.paths), r.pairs
+}
+
+// Len is the number of registered watches, each kind a session holds on a
+// path counted once (ZooKeeper's watch_count counts a persistent watch twice,
+// once in each of its two tables).
+func (r *Registry) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
+// BySession returns each watching session's watched paths, sorted (wchc).
+func (r *Registry) BySession() map[int64][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[int64][]string, len(r.sessions))
+	for s, sp := range r.sessions {
+		if r.sweep(s, sp) == 0 {
+			continue
+		}
+		ps := make([]string, 0, len(sp.paths))
+		for p := range sp.paths {
+			ps = append(ps, p)
+		}
+		slices.Sort(ps)
+		out[s] = ps
+	}
+	return out
+}
+
+// ByPath returns each watched path's watching sessions, sorted (wchp).
+func (r *Registry) ByPath() map[string][]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string][]int64, len(r.paths))
+	for p, e := range r.paths {
+		ids := make([]int64, 0, len(e.kinds))
+		for s := range e.kinds {
+			ids = append(ids, s)
+		}
+		slices.Sort(ids)
+		out[p] = ids
+	}
+	return out
+}

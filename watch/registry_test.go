@@ -1,0 +1,369 @@
+package watch
+
+// Trigger rules as table tests. The expectations are Apache ZooKeeper 3.9's
+// server (WatchManager.triggerWatch, DataTree.createNode/deleteNode/setData,
+// DataTree.addWatch): each row registers watches, fires one trigger and
+// states the exact events and the exact watches left.
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"coord/fsm"
+)
+
+const (
+	created  = fsm.EventNodeCreated
+	deleted  = fsm.EventNodeDeleted
+	changed  = fsm.EventNodeDataChanged
+	children = fsm.EventNodeChildrenChanged
+)
+
+// reg is one registration: kind "d" AddData, "c" AddChild, "p" AddWatch mode
+// 0, "r" AddWatch mode 1.
+type reg struct {
+	s int64
+	p string
+	k string
+}
+
+func register(t *testing.T, r *Registry, regs ...reg) {
+	t.Helper()
+	for _, g := range regs {
+		for _, k := range g.k {
+			switch k {
+			case 'd':
+				r.AddData(g.s, g.p)
+			case 'c':
+				r.AddChild(g.s, g.p)
+			case 'p':
+				if err := r.AddWatch(g.s, g.p, ModePersistent); err != nil {
+					t.Fatal(err)
+				}
+			case 'r':
+				if err := r.AddWatch(g.s, g.p, ModePersistentRecursive); err != nil {
+					t.Fatal(err)
+				}
+			default:
+				t.Fatalf("bad kind %q", k)
+			}
+		}
+	}
+	checkInvariants(t, r)
+}
+
+// dump lists the registered watches as "session path kinds", sorted.
+func dump(r *Registry) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for p, e := range r.paths {
+		for s, k := range e.kinds {
+			out = append(out, fmt.Sprintf("%d %s %s", s, p, kindString(k)))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func kindString(k kind) string {
+	var b strings.Builder
+	for i, c := range "dcpr" {
+		if k&(1<<i) != 0 {
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
+}
+
+// checkInvariants verifies that the two indexes mirror each other and that
+// the counters match them.
+func checkInvariants(t *testing.T, r *Registry) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pairs, n, nrec := 0, 0, 0
+	for p, e := range r.paths {
+		if len(e.kinds) == 0 {
+			t.Errorf("path %s: empty entry kept", p)
+		}
+		var held [4]int32
+		for s, k := range e.kinds {
+			if k == 0 || k&^kAll != 0 {
+				t.Errorf("path %s session %d: kinds %b", p, s, k)
+			}
+			if sp := r.sessions[s]; sp == nil {
+				t.Errorf("path %s session %d: session not indexed", p, s)
+			} else if _, ok := sp.paths[p]; !ok {
+				t.Errorf("path %s session %d: missing from the session index", p, s)
+			}
+			pairs++
+			for i := range held {
+				if k&(1<<i) != 0 {
+					held[i]++
+					n++
+				}
+			}
+		}
+		if held != e.held {
+			t.Errorf("path %s: held %v, counted %v", p, e.held, held)
+		}
+		nrec += int(held[3])
+	}
+	for _, e := range r.spare {
+		if len(e.kinds) != 0 || e.held != [4]int32{} || e.big {
+			t.Errorf("spare entry in use: %v %v", e.kinds, e.held)
+		}
+		for p, pe := range r.paths {
+			if pe == e {
+				t.Errorf("spare entry also serves %s", p)
+			}
+		}
+	}
+	// The session index may also list fired watches, up to its sweep bound.
+	for s, sp := range r.sessions {
+		if len(sp.paths) == 0 {
+			t.Errorf("session %d: empty path set kept", s)
+		}
+		if len(sp.paths) > 2*sp.floor+8 {
+			t.Errorf("session %d: %d paths listed, floor %d: not swept", s, len(sp.paths), sp.floor)
+		}
+	}
+	if pairs != r.pairs || n != r.n || nrec != r.nrec {
+		t.Errorf("counters pairs=%d n=%d nrec=%d, counted %d %d %d", r.pairs, r.n, r.nrec, pairs, n, nrec)
+	}
+}
+
+func ev(s int64, p string, typ fsm.EventType, z int64) Event {
+	return Event{Session: s, Path: p, Type: typ, Zxid: z}
+}
+
+func sameEvents(t *testing.T, what string, got, want []Event) {
+	t.Helper()
+	if len(got) == 0 && len(want) == 0 {
+		return
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: events\n got %v\nwant %v", what, got, want)
+	}
+}
+
+func sameDump(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if len(got) == 0 && len(want) == 0 {
+		return
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: watches left\n got %q\nwant %q", what, got, want)
+	}
+}
+
+func TestTriggerRules(t *testing.T) {
+	const z = 77
+	tests := []struct {
+		name string
+		regs []reg
+		path string
+		typ  fsm.EventType
+		want []int64  // sessions that get an event (path, type and zxid are the trigger's)
+		left []string // dump after the trigger
+	}{
+		// One-shot data watches (getData, exists).
+		{"data/changed fires and goes", []reg{{1, "/a", "d"}}, "/a", changed, []int64{1}, nil},
+		{"data/created fires (exists on a missing node)", []reg{{1, "/a", "d"}}, "/a", created, []int64{1}, nil},
+		{"data/deleted fires and goes", []reg{{1, "/a", "d"}}, "/a", deleted, []int64{1}, nil},
+		{"data/children changed ignores it", []reg{{1, "/a", "d"}}, "/a", children, nil, []string{"1 /a d"}},
+		{"data/descendant ignored", []reg{{1, "/a", "d"}}, "/a/b", changed, nil, []string{"1 /a d"}},
+		{"data/other path ignored", []reg{{1, "/a", "d"}}, "/b", changed, nil, []string{"1 /a d"}},
+
+		// One-shot child watches (getChildren).
+		{"child/children changed fires and goes", []reg{{1, "/a", "c"}}, "/a", children, []int64{1}, nil},
+		{"child/deleted fires and goes", []reg{{1, "/a", "c"}}, "/a", deleted, []int64{1}, nil},
+		{"child/data changed ignores it", []reg{{1, "/a", "c"}}, "/a", changed, nil, []string{"1 /a c"}},
+		{"child/created ignores it", []reg{{1, "/a", "c"}}, "/a", created, nil, []string{"1 /a c"}},
+		{"child/child created is the parent's children-changed, not this", []reg{{1, "/a", "c"}}, "/a/b", created, nil, []string{"1 /a c"}},
+
+		// Persistent watches: every type on the exact path, and they stay.
+		{"persistent/created", []reg{{1, "/a", "p"}}, "/a", created, []int64{1}, []string{"1 /a p"}},
+		{"persistent/deleted", []reg{{1, "/a", "p"}}, "/a", deleted, []int64{1}, []string{"1 /a p"}},
+		{"persistent/changed", []reg{{1, "/a", "p"}}, "/a", changed, []int64{1}, []string{"1 /a p"}},
+		{"persistent/children changed", []reg{{1, "/a", "p"}}, "/a", children, []int64{1}, []string{"1 /a p"}},
+		{"persistent/descendant ignored", []reg{{1, "/a", "p"}}, "/a/b", changed, nil, []string{"1 /a p"}},
+		{"persistent/descendant created ignored", []reg{{1, "/a", "p"}}, "/a/b", created, nil, []string{"1 /a p"}},
+
+		// Persistent-recursive watches: path and descendants, never children-changed.
+		{"recursive/created on path", []reg{{1, "/a", "r"}}, "/a", created, []int64{1}, []string{"1 /a r"}},
+		{"recursive/deleted on path", []reg{{1, "/a", "r"}}, "/a", deleted, []int64{1}, []string{"1 /a r"}},
+		{"recursive/changed on path", []reg{{1, "/a", "r"}}, "/a", changed, []int64{1}, []string{"1 /a r"}},
+		{"recursive/children changed on path ignored", []reg{{1, "/a", "r"}}, "/a", children, nil, []string{"1 /a r"}},
+		{"recursive/child created", []reg{{1, "/a", "r"}}, "/a/b", created, []int64{1}, []string{"1 /a r"}},
+		{"recursive/grandchild changed", []reg{{1, "/a", "r"}}, "/a/b/c", changed, []int64{1}, []string{"1 /a r"}},
+		{"recursive/grandchild deleted", []reg{{1, "/a", "r"}}, "/a/b/c", deleted, []int64{1}, []string{"1 /a r"}},
+		{"recursive/descendant children changed ignored", []reg{{1, "/a", "r"}}, "/a/b", children, nil, []string{"1 /a r"}},
+		{"recursive/sibling with the same prefix ignored", []reg{{1, "/a", "r"}}, "/ab", created, nil, []string{"1 /a r"}},
+		{"recursive/parent ignored", []reg{{1, "/a/b", "r"}}, "/a", changed, nil, []string{"1 /a/b r"}},
+		{"recursive/root sees a deep create", []reg{{1, "/", "r"}}, "/x/y/z", created, []int64{1}, []string{"1 / r"}},
+		{"recursive/root sees a top-level delete", []reg{{1, "/", "r"}}, "/x", deleted, []int64{1}, []string{"1 / r"}},
+		{"recursive/root sees a change of itself", []reg{{1, "/", "r"}}, "/", changed, []int64{1}, []string{"1 / r"}},
+		{"recursive/root ignores children changed of itself", []reg{{1, "/", "r"}}, "/", children, nil, []string{"1 / r"}},
+		{"recursive/root ignores children changed below", []reg{{1, "/", "r"}}, "/x", children, nil, []string{"1 / r"}},
+		{"recursive/ancestor does not consume a one-shot below it",
+			[]reg{{1, "/", "r"}, {1, "/a/b", "c"}}, "/a/b", changed, []int64{1}, []string{"1 / r", "1 /a/b c"}},
+
+		// Persistent watch on the root.
+		{"persistent root/children changed", []reg{{1, "/", "p"}}, "/", children, []int64{1}, []string{"1 / p"}},
+		{"persistent root/changed", []reg{{1, "/", "p"}}, "/", changed, []int64{1}, []string{"1 / p"}},
+		{"persistent root/top-level create ignored", []reg{{1, "/", "p"}}, "/a", created, nil, []string{"1 / p"}},
+
+		// One event per session per trigger, whatever matched.
+		{"one event/data and child on a deleted node, both go",
+			[]reg{{1, "/a", "dc"}}, "/a", deleted, []int64{1}, nil},
+		{"one event/every kind on a deleted node, persistent ones stay",
+			[]reg{{1, "/a", "dcpr"}}, "/a", deleted, []int64{1}, []string{"1 /a pr"}},
+		{"one event/data and persistent, data goes",
+			[]reg{{1, "/a", "dp"}}, "/a", changed, []int64{1}, []string{"1 /a p"}},
+		{"one event/recursive on two ancestors and a data watch",
+			[]reg{{1, "/", "r"}, {1, "/a", "r"}, {1, "/a/b", "d"}}, "/a/b", changed, []int64{1},
+			[]string{"1 / r", "1 /a r"}},
+		{"one event/children changed takes only the child watch",
+			[]reg{{1, "/a", "dc"}}, "/a", children, []int64{1}, []string{"1 /a d"}},
+		{"one event/data changed takes only the data watch",
+			[]reg{{1, "/a", "dc"}}, "/a", changed, []int64{1}, []string{"1 /a c"}},
+
+		// Several sessions: ascending ids, each rule per session.
+		{"sessions/ascending ids",
+			[]reg{{30, "/a", "d"}, {7, "/a", "p"}, {1 << 40, "/", "r"}, {12, "/a", "c"}, {-5, "/a", "d"}},
+			"/a", changed, []int64{-5, 7, 30, 1 << 40},
+			[]string{"1099511627776 / r", "12 /a c", "7 /a p"}},
+		{"sessions/deleted: data of one, child of another, both notified once",
+			[]reg{{2, "/a", "d"}, {1, "/a", "c"}, {3, "/a/b", "d"}}, "/a", deleted, []int64{1, 2},
+			[]string{"3 /a/b d"}},
+
+		{"unknown event type fires nothing", []reg{{1, "/a", "dcpr"}}, "/a", fsm.EventType(0), nil, []string{"1 /a dcpr"}},
+		{"nothing registered", nil, "/a", changed, nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := New()
+			register(t, r, tc.regs...)
+			got := r.Trigger(fsm.Trigger{Path: tc.path, Type: tc.typ, Zxid: z})
+			var want []Event
+			for _, s := range tc.want {
+				want = append(want, ev(s, tc.path, tc.typ, z))
+			}
+			sameEvents(t, "trigger", got, want)
+			sameDump(t, "trigger", dump(r), tc.left)
+			checkInvariants(t, r)
+			// A second identical trigger fires only what stayed.
+			got = r.Trigger(fsm.Trigger{Path: tc.path, Type: tc.typ, Zxid: z + 1})
+			for _, e := range got {
+				if !slices.ContainsFunc(tc.left, func(l string) bool { return strings.HasPrefix(l, fmt.Sprint(e.Session)+" ") }) {
+					t.Errorf("second trigger notified session %d, which kept no watch", e.Session)
+				}
+			}
+		})
+	}
+}
+
+// A create fires two triggers (NodeCreated on the node, NodeChildrenChanged on
+// the parent) and a delete two (NodeDeleted, then NodeChildrenChanged on the
+// parent), as fsm.Apply reports them. Run the pairs through the registry.
+func TestTriggerSequences(t *testing.T) {
+	r := New()
+	register(t, r,
+		reg{1, "/a/b", "d"}, // exists on a missing node
+		reg{2, "/a", "c"},   // getChildren on the parent
+		reg{3, "/a", "r"},   // recursive on the parent
+		reg{4, "/", "r"},    // recursive on the root
+		reg{5, "/a", "p"},   // persistent on the parent
+	)
+	var got []Event
+	for _, tr := range []fsm.Trigger{
+		{Path: "/a/b", Type: created, Zxid: 10},
+		{Path: "/a", Type: children, Zxid: 10},
+		{Path: "/a/b", Type: changed, Zxid: 11},
+		{Path: "/a/b", Type: deleted, Zxid: 12},
+		{Path: "/a", Type: children, Zxid: 12},
+	} {
+		got = append(got, r.Trigger(tr)...)
+	}
+	want := []Event{
+		ev(1, "/a/b", created, 10), ev(3, "/a/b", created, 10), ev(4, "/a/b", created, 10),
+		ev(2, "/a", children, 10), ev(5, "/a", children, 10),
+		ev(3, "/a/b", changed, 11), ev(4, "/a/b", changed, 11),
+		ev(3, "/a/b", deleted, 12), ev(4, "/a/b", deleted, 12),
+		ev(5, "/a", children, 12),
+	}
+	sameEvents(t, "create, set, delete", got, want)
+	sameDump(t, "create, set, delete", dump(r), []string{"3 /a r", "4 / r", "5 /a p"})
+	checkInvariants(t, r)
+}
+
+// fires and survivors must agree: Trigger's fast path relies on it.
+func TestFiresAgreesWithSurvivors(t *testing.T) {
+	for typ := fsm.EventType(0); typ <= 5; typ++ {
+		for k := kind(1); k <= kAll; k++ {
+			fire, c := fires(k, typ)
+			if want := k &^ survivors(typ); c != want {
+				t.Errorf("%v kinds %s: consumes %s, survivors say %s", typ, kindString(k), kindString(c), kindString(want))
+			}
+			if k&survivors(typ) == 0 && !fire {
+				t.Errorf("%v kinds %s: fully consumed without firing", typ, kindString(k))
+			}
+		}
+	}
+}
+
+func TestAddIsIdempotentAndKindsCoexist(t *testing.T) {
+	r := New()
+	register(t, r, reg{1, "/a", "dd"}, reg{1, "/a", "p"}, reg{1, "/a", "d"}, reg{1, "/a", "pr"})
+	sameDump(t, "after adds", dump(r), []string{"1 /a dpr"})
+	if got := r.Len(); got != 3 {
+		t.Errorf("Len = %d, want 3 (d, p, r)", got)
+	}
+	// A getData on a path with a persistent watch adds a one-shot beside it
+	// (ZooKeeper 3.9; 3.8 replaced the persistent mode with the standard one).
+	got := r.Trigger(fsm.Trigger{Path: "/a", Type: changed, Zxid: 5})
+	sameEvents(t, "first change", got, []Event{ev(1, "/a", changed, 5)})
+	sameDump(t, "after first change", dump(r), []string{"1 /a pr"})
+	got = r.Trigger(fsm.Trigger{Path: "/a", Type: children, Zxid: 6})
+	sameEvents(t, "children changed", got, []Event{ev(1, "/a", children, 6)})
+}
+
+func TestAddWatchBadMode(t *testing.T) {
+	r := New()
+	for _, m := range []AddWatchMode{-1, 2, 3} {
+		if err := r.AddWatch(1, "/a", m); err == nil {
+			t.Errorf("AddWatch mode %d: no error", m)
+		}
+	}
+	if r.Len() != 0 {
+		t.Errorf("bad modes registered %d watches", r.Len())
+	}
+}
+
+func TestManySessionsOrdered(t *testing.T) {
+	r := New()
+	const n = 500
+	// Register in a scrambled order so map order cannot pass for sorting.
+	for i := range n {
+		s := int64((i*7919)%n) - 250
+		if i%2 == 0 {
+			r.AddData(s, "/hot")
+		} else if err := r.AddWatch(s, "/", ModePersistentRecursive); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := r.Trigger(fsm.Trigger{Path: "/hot", Type: changed, Zxid: 9})
+	if len(got) != n {
+		t.Fatalf("%d events, want %d", len(got), n)
+	}
+	for i, e := range got {
+		if e.Session != int64(i)-250 || e.Path != "/hot" || e.Type != changed || e.Zxid != 9 {
+			t.Fatalf("event %d = %+v", i, e)
+		}
+	}
+	checkInvariants(t, r)
+}
