@@ -1,0 +1,336 @@
+package server
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"coord/api"
+	"coord/fsm"
+)
+
+// A 3-voter + 1-observer cluster: writes through any server are visible on
+// every server, the observer serves reads, and a sync makes a server current.
+func TestClusterReplicates(t *testing.T) {
+	c := NewTestCluster(t, 3, 1)
+	sessions := make([]*rawSession, len(c.Servers))
+	for i, srv := range c.Servers {
+		sessions[i] = newSession(t, srv.GRPCAddr())
+	}
+	for i, s := range sessions {
+		mustOK(t, s.create(fmt.Sprintf("/from-%d", i), fmt.Sprint(i), fsm.ModePersistent))
+	}
+	for i, s := range sessions {
+		mustOK(t, s.sync())
+		kids := mustOK(t, s.children("/", false)).GetGetChildren().Children
+		if len(kids) != len(sessions)+1 {
+			t.Fatalf("server %d sees %v", i, kids)
+		}
+		for j := range sessions {
+			if g := mustOK(t, s.get(fmt.Sprintf("/from-%d", j), false)); string(g.GetGetData().Data) != fmt.Sprint(j) {
+				t.Fatalf("server %d: /from-%d = %q", i, j, g.GetGetData().Data)
+			}
+		}
+	}
+	if role := c.Servers[3].Role(); role != "observer" {
+		t.Fatalf("server 4 is %s", role)
+	}
+	// Every server holds the same state.
+	c.WaitConverged()
+}
+
+// Kill the leader: a new one is elected, no acknowledged write is lost, and
+// a session (with its ephemeral) survives and moves to another server.
+func TestLeaderKill(t *testing.T) {
+	c := NewTestCluster(t, 3, 0)
+	li := c.Leader()
+	follower := (li + 1) % 3
+	owner := newSession(t, c.Servers[follower].GRPCAddr())
+	mustOK(t, owner.create("/eph", "", fsm.ModeEphemeral))
+	writer := newSession(t, c.Servers[li].GRPCAddr())
+	acked := 0
+	for i := 0; i < 50; i++ {
+		mustOK(t, writer.create(fmt.Sprintf("/k%02d", i), "", fsm.ModePersistent))
+		acked++
+	}
+	killed := c.Servers[li]
+	killed.Close()
+	start := time.Now()
+	nl := c.Leader()
+	t.Logf("new leader %s after %v", c.Servers[nl].ID(), time.Since(start))
+	// The session moves to the server that is left over.
+	other := 3 - li - follower
+	moved, err := dialSession(t, c.Servers[other].GRPCAddr(), &api.ConnectRequest{SessionId: owner.id, Password: owner.pw, TimeoutMs: 10000, LastZxid: owner.lastZx})
+	if err != nil {
+		t.Fatalf("re-attaching: %v", err)
+	}
+	owner.drop()
+	mustOK(t, moved.sync())
+	for i := 0; i < acked; i++ {
+		mustOK(t, moved.get(fmt.Sprintf("/k%02d", i), false))
+	}
+	st := mustOK(t, moved.get("/eph", false)).GetGetData().Stat
+	if st.EphemeralOwner != owner.id {
+		t.Fatalf("ephemeral owner %x, session %x", st.EphemeralOwner, owner.id)
+	}
+	// Writes work under the new leader.
+	mustOK(t, moved.create("/after", "", fsm.ModePersistent))
+}
+
+// WaitConverged waits until every running server has applied the same index
+// and holds the same state digest.
+func (c *TestCluster) WaitConverged() {
+	c.tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		var digests [][32]byte
+		var idx []uint64
+		for _, s := range c.Servers {
+			if s.isClosed() {
+				continue
+			}
+			digests = append(digests, s.View().Digest())
+			idx = append(idx, s.AppliedIndex())
+		}
+		same := true
+		for i := range digests {
+			same = same && digests[i] == digests[0] && idx[i] == idx[0]
+		}
+		if same {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.tb.Fatal("servers did not converge to one state")
+}
+
+// A session whose client stops heartbeating expires by the leader's
+// decision: its ephemeral goes and the watches on it fire on every server.
+// A session that keeps heartbeating through a leader change lives on.
+func TestSessionExpiry(t *testing.T) {
+	c := NewTestCluster(t, 3, 0)
+	doomed, err := dialSession(t, c.Servers[0].GRPCAddr(), &api.ConnectRequest{TimeoutMs: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doomed.timeout != 400 {
+		t.Fatalf("negotiated %d ms", doomed.timeout)
+	}
+	mustOK(t, doomed.create("/doomed", "", fsm.ModeEphemeral))
+	live, err := dialSession(t, c.Servers[1].GRPCAddr(), &api.ConnectRequest{TimeoutMs: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, live.create("/live", "", fsm.ModeEphemeral))
+	var watchers []*rawSession
+	for _, srv := range c.Servers {
+		w := newSession(t, srv.GRPCAddr())
+		mustOK(t, w.sync())
+		mustOK(t, w.get("/doomed", true))
+		watchers = append(watchers, w)
+	}
+	doomed.drop() // no close, no more pings
+
+	// Keep the live session heartbeating while leadership moves.
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			case <-time.After(80 * time.Millisecond):
+			}
+			if r := live.ping(); r.Err != 0 {
+				done <- fmt.Errorf("ping: %v", fsm.Code(r.Err))
+				return
+			}
+		}
+	}()
+	for i, w := range watchers {
+		ev := w.nextEvent(5 * time.Second)
+		if ev.Path != "/doomed" || fsm.EventType(ev.Type) != fsm.EventNodeDeleted {
+			t.Fatalf("watcher on server %d got %+v", i, ev)
+		}
+	}
+	li := c.Leader()
+	if _, err := (&adminService{s: c.Servers[li]}).TransferLeadership(t.Context(), &api.TransferLeadershipRequest{}); err != nil {
+		t.Fatalf("transfer: %v", err)
+	}
+	time.Sleep(1200 * time.Millisecond) // three timeouts under the new leader
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	v := c.Servers[c.Leader()].View()
+	if _, ok := v.Session(live.id); !ok {
+		t.Fatal("the heartbeating session expired")
+	}
+	if _, ok := v.Session(doomed.id); ok {
+		t.Fatal("the silent session is still there")
+	}
+	if _, err := v.Exists("/live"); err != nil {
+		t.Fatalf("/live: %v", err)
+	}
+}
+
+// A follower restarted from its data directory catches up, from the log and,
+// once the leader has compacted its log, from a snapshot.
+func TestRestartFollowerCatchesUp(t *testing.T) {
+	c := &TestCluster{tb: t}
+	for i := 0; i < 3; i++ {
+		cfg := TestConfig(t, fmt.Sprintf("s%d", i+1))
+		cfg.SnapshotThreshold, cfg.TrailingLogs = 64, 16
+		if i == 0 {
+			cfg.Bootstrap = true
+		} else {
+			first := c.Servers[0]
+			cfg.Peers = []Peer{{ID: first.ID(), RaftAddr: first.RaftAddr(), GRPCAddr: first.GRPCAddr()}}
+		}
+		c.start(cfg)
+	}
+	c.WaitMembers(3, 0)
+	li := c.Leader()
+	f := (li + 1) % 3
+	s := newSession(t, c.Servers[li].GRPCAddr())
+	write := func(from, to int) {
+		for i := from; i < to; i++ {
+			mustOK(t, s.create(fmt.Sprintf("/n%03d", i), "x", fsm.ModePersistent))
+		}
+	}
+	write(0, 20)
+	c.WaitConverged()
+
+	// Down for a few writes: back from the log.
+	c.Servers[f].Close()
+	write(20, 30)
+	c.Restart(f)
+	c.WaitConverged()
+
+	// Down while the leader snapshots and compacts: back from a snapshot.
+	c.Servers[f].Close()
+	write(30, 300)
+	if err := c.Servers[li].raft.Snapshot().Error(); err != nil {
+		t.Fatalf("leader snapshot: %v", err)
+	}
+	first, _ := c.Servers[li].store.FirstIndex()
+	c.Restart(f)
+	c.WaitConverged()
+	if first <= c.Servers[f].AppliedIndex()-270 {
+		t.Logf("leader log starts at %d", first)
+	}
+	if n := c.Servers[f].View().NodeCount(); n != 4+300 {
+		t.Fatalf("restarted follower holds %d znodes", n)
+	}
+}
+
+// A client sees a watch event before any response that shows the change,
+// and a pipelined session's requests take effect in order.
+func TestWatchOrderingAndFIFO(t *testing.T) {
+	c := NewTestCluster(t, 3, 0)
+	li := c.Leader()
+	reader := newSession(t, c.Servers[(li+1)%3].GRPCAddr())
+	writer := newSession(t, c.Servers[li].GRPCAddr())
+	mustOK(t, writer.create("/w", "0", fsm.ModePersistent))
+	mustOK(t, reader.sync())
+	const rounds = 200
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		for i := 1; i <= rounds; i++ {
+			writer.set("/w", fmt.Sprint(i))
+		}
+	}()
+	// The writer uses its stream until it is done; the test's cleanup would
+	// cut it off.
+	defer func() { <-writerDone }()
+	// Register a watch with a read, then read until the data changes: the
+	// change's event must come before the response that shows it.
+	changes := 0
+	for changes < 20 {
+		reg := mustOK(t, reader.get("/w", true)).GetGetData().Data
+		reader.events = reader.events[:0]
+		for {
+			r := mustOK(t, reader.get("/w", false))
+			if string(r.GetGetData().Data) == string(reg) {
+				if string(reg) == fmt.Sprint(rounds) {
+					break
+				}
+				continue
+			}
+			if len(reader.events) == 0 {
+				t.Fatalf("read %q (watch set at %q) before its event", r.GetGetData().Data, reg)
+			}
+			if ev := reader.events[0]; ev.Path != "/w" || fsm.EventType(ev.Type) != fsm.EventNodeDataChanged {
+				t.Fatalf("event %+v", ev)
+			}
+			changes++
+			break
+		}
+		if string(reg) == fmt.Sprint(rounds) {
+			break
+		}
+	}
+	if changes == 0 {
+		t.Fatal("saw no change at all")
+	}
+
+	// FIFO: pipelined creates and reads answer in order and each read sees
+	// the writes sent before it.
+	var xids []int64
+	for i := 0; i < 100; i++ {
+		xids = append(xids, reader.send(&api.Request{Op: &api.Request_Create{Create: &api.CreateRequest{
+			Path: fmt.Sprintf("/f%03d", i), Acl: []*api.ACL{{Perms: int32(fsm.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}}}}))
+		xids = append(xids, reader.send(&api.Request{Op: &api.Request_Exists{Exists: &api.ExistsRequest{Path: fmt.Sprintf("/f%03d", i)}}}))
+	}
+	for _, x := range xids {
+		mustOK(t, reader.recv(x))
+	}
+}
+
+// Membership: add an observer and a fourth voter, remove a server, and
+// transfer leadership.
+func TestMembershipChanges(t *testing.T) {
+	c := NewTestCluster(t, 3, 0)
+	c.Add(true)
+	c.WaitMembers(3, 1)
+	c.Add(false)
+	c.WaitMembers(4, 1)
+	s := newSession(t, c.Servers[3].GRPCAddr()) // the observer
+	mustOK(t, s.create("/via-observer", "", fsm.ModePersistent))
+	li := c.Leader()
+	victim := (li + 1) % 3
+	admin := &adminService{s: c.Servers[li]}
+	if _, err := admin.RemoveServer(t.Context(), &api.RemoveServerRequest{Id: c.Servers[victim].ID()}); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	c.Servers[victim].Close()
+	c.WaitMembers(3, 1)
+	resp, err := admin.TransferLeadership(t.Context(), &api.TransferLeadershipRequest{})
+	if err != nil {
+		t.Fatalf("transfer: %v", err)
+	}
+	if resp.LeaderId == c.Servers[li].ID() || resp.LeaderId == "" {
+		t.Fatalf("leader after transfer: %q", resp.LeaderId)
+	}
+	// A server that still forwards to the old leader answers ConnectionLoss
+	// and drops the connection, as ZooKeeper does on a leader change; the
+	// client re-attaches and goes on.
+	for try := 0; ; try++ {
+		r := s.create("/after-transfer", "", fsm.ModePersistent)
+		if r.Err == 0 {
+			break
+		}
+		if fsm.Code(r.Err) != fsm.ConnectionLoss || try == 20 {
+			t.Fatalf("create after transfer: %v", fsm.Code(r.Err))
+		}
+		time.Sleep(50 * time.Millisecond)
+		re, err := dialSession(t, c.Servers[3].GRPCAddr(), &api.ConnectRequest{SessionId: s.id, Password: s.pw, TimeoutMs: 10000, LastZxid: s.lastZx})
+		if err != nil {
+			t.Fatalf("re-attach: %v", err)
+		}
+		s = re
+	}
+	c.WaitConverged()
+}

@@ -1,0 +1,142 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"log"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// gossip runs hashicorp/memberlist: every server advertises its id, role and
+// addresses, learns the others', and knows which are alive. The leader adds
+// servers it learns of to the raft configuration (reconcileMembers), so
+// joining a cluster takes only the gossip address of one member.
+type gossip struct {
+	s  *Server
+	ml *memberlist.Memberlist
+
+	mu    sync.Mutex
+	alive map[string]bool
+}
+
+// gossipMeta is what each server advertises (memberlist node metadata).
+type gossipMeta struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft"`
+	GRPCAddr string `json:"grpc"`
+	Observer bool   `json:"observer,omitempty"`
+}
+
+func (s *Server) startGossip() error {
+	host, portStr, err := net.SplitHostPort(s.cfg.GossipAddr)
+	if err != nil {
+		return fmt.Errorf("server: GossipAddr: %w", err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return fmt.Errorf("server: GossipAddr port: %w", err)
+	}
+	g := &gossip{s: s, alive: map[string]bool{}}
+	mc := memberlist.DefaultLANConfig()
+	if s.cfg.RaftTimeout < time.Second {
+		mc = memberlist.DefaultLocalConfig()
+	}
+	mc.Name = s.cfg.ID
+	mc.BindAddr, mc.BindPort = host, port
+	mc.AdvertiseAddr, mc.AdvertisePort = "", 0
+	mc.Delegate = g
+	mc.Events = g
+	mc.Logger = log.New(&slogWriter{l: s.log.With("component", "gossip")}, "", 0)
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		return fmt.Errorf("server: starting gossip: %w", err)
+	}
+	g.ml = ml
+	s.gossip = g
+	if len(s.cfg.GossipJoin) > 0 {
+		s.wg.Add(1)
+		go g.joinLoop()
+	}
+	return nil
+}
+
+// GossipAddr returns the address memberlist listens on ("" without gossip).
+func (s *Server) GossipAddr() string {
+	if s.gossip == nil {
+		return ""
+	}
+	n := s.gossip.ml.LocalNode()
+	return net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))
+}
+
+// joinLoop contacts the configured gossip addresses until one answers.
+func (g *gossip) joinLoop() {
+	defer g.s.wg.Done()
+	for {
+		n, err := g.ml.Join(g.s.cfg.GossipJoin)
+		if err == nil && n > 0 {
+			g.s.log.Info("joined gossip", "contacted", n)
+			return
+		}
+		g.s.log.Debug("gossip join", "err", err)
+		select {
+		case <-g.s.closing:
+			return
+		case <-time.After(g.s.cfg.RaftTimeout):
+		}
+	}
+}
+
+func (g *gossip) leave() {
+	g.ml.Leave(time.Second)
+	g.ml.Shutdown()
+}
+
+func (g *gossip) isAlive(id string) (alive, known bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	alive, known = g.alive[id]
+	return alive, known
+}
+
+// NodeMeta implements memberlist.Delegate.
+func (g *gossip) NodeMeta(limit int) []byte {
+	s := g.s
+	b, _ := json.Marshal(gossipMeta{ID: s.cfg.ID, RaftAddr: s.RaftAddr(), GRPCAddr: s.GRPCAddr(), Observer: s.cfg.Observer})
+	if len(b) > limit {
+		return nil
+	}
+	return b
+}
+
+func (g *gossip) NotifyMsg([]byte)                           {}
+func (g *gossip) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (g *gossip) LocalState(join bool) []byte                { return nil }
+func (g *gossip) MergeRemoteState(buf []byte, join bool)     {}
+
+// NotifyJoin implements memberlist.EventDelegate.
+func (g *gossip) NotifyJoin(n *memberlist.Node) { g.update(n, true) }
+
+// NotifyUpdate implements memberlist.EventDelegate.
+func (g *gossip) NotifyUpdate(n *memberlist.Node) { g.update(n, true) }
+
+// NotifyLeave implements memberlist.EventDelegate.
+func (g *gossip) NotifyLeave(n *memberlist.Node) { g.update(n, false) }
+
+func (g *gossip) update(n *memberlist.Node, alive bool) {
+	var m gossipMeta
+	if err := json.Unmarshal(n.Meta, &m); err != nil || m.ID == "" {
+		return
+	}
+	g.mu.Lock()
+	g.alive[m.ID] = alive
+	g.mu.Unlock()
+	if alive && m.ID != g.s.cfg.ID {
+		g.s.learn(Member{ID: m.ID, RaftAddr: m.RaftAddr, GRPCAddr: m.GRPCAddr, Observer: m.Observer})
+	}
+}

@@ -1,0 +1,75 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"coord/api"
+)
+
+// startHTTP serves /metrics (Prometheus), /health and the admin reads as
+// JSON (/status, /members) on Config.HTTPAddr.
+func (s *Server) startHTTP() error {
+	lis, err := net.Listen("tcp", s.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("server: HTTP listener: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/health", s.serveHealth)
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	admin := &adminService{s: s}
+	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
+		st, err := admin.Status(r.Context(), &api.StatusRequest{})
+		writeJSON(w, st, err)
+	})
+	mux.HandleFunc("/members", func(w http.ResponseWriter, r *http.Request) {
+		m, err := admin.Members(r.Context(), &api.MembersRequest{})
+		writeJSON(w, m, err)
+	})
+	s.httpLis = lis
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go s.http.Serve(lis)
+	return nil
+}
+
+// HTTPAddr returns the HTTP listener's address ("" when HTTP is off).
+func (s *Server) HTTPAddr() string {
+	if s.httpLis == nil {
+		return ""
+	}
+	return s.httpLis.Addr().String()
+}
+
+// serveHealth answers 200 when this server is part of a cluster with a
+// leader it has heard from, 503 otherwise.
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	_, leader := s.raft.LeaderWithID()
+	state := s.raft.State()
+	healthy := leader != "" && state != raft.Shutdown && state != raft.Candidate
+	body := map[string]any{"id": s.cfg.ID, "role": s.Role(), "leader": string(leader), "healthy": healthy,
+		"applied_index": s.fsm.applied.Load()}
+	w.Header().Set("Content-Type", "application/json")
+	if !healthy {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	json.NewEncoder(w).Encode(body)
+}
+
+func writeJSON(w http.ResponseWriter, v any, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	if err != nil {
+		w.WriteHeader(http.StatusInternalServerError)
+		json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+		return
+	}
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,119 @@
+package server
+
+import (
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"coord/api"
+	"coord/fsm"
+)
+
+// metrics are the server's Prometheus collectors, registered on the
+// server's own registry (no global state), named coord_<subsystem>_<name>.
+type metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	events   prometheus.Counter
+}
+
+func newMetrics(s *Server) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "coord_server_requests_total", Help: "Client requests answered, by operation and ZooKeeper result code.",
+	}, []string{"op", "code"})
+	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "coord_server_request_duration_seconds", Help: "Time from a request's arrival to its answer being queued.",
+		Buckets: prometheus.ExponentialBuckets(50e-6, 2, 16),
+	}, []string{"op"})
+	m.events = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "coord_watch_events_total", Help: "Watch events queued to sessions connected here.",
+	})
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	}
+	m.reg.MustRegister(m.requests, m.latency, m.events,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		gauge("coord_fsm_znodes", "Znodes in this server's state.", func() float64 { return float64(s.fsm.fsm.View().NodeCount()) }),
+		gauge("coord_fsm_last_zxid", "Zxid of the last applied command.", func() float64 { return float64(s.fsm.fsm.LastZxid()) }),
+		gauge("coord_session_sessions", "Sessions in the cluster's session table.", func() float64 {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return float64(len(s.timeouts))
+		}),
+		gauge("coord_session_connections", "Sessions connected to this server.", func() float64 {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return float64(len(s.conns))
+		}),
+		gauge("coord_watch_watches", "Watches registered on this server.", func() float64 { return float64(s.watches.Len()) }),
+		gauge("coord_raft_leader", "1 if this server is the raft leader.", func() float64 {
+			if s.raft != nil && s.raft.State() == raft.Leader {
+				return 1
+			}
+			return 0
+		}),
+		gauge("coord_raft_term", "Current raft term.", func() float64 { return float64(s.raft.CurrentTerm()) }),
+		gauge("coord_raft_commit_index", "Raft commit index as this server knows it.", func() float64 { return float64(s.raft.CommitIndex()) }),
+		gauge("coord_raft_applied_index", "Raft index of the last entry applied here.", func() float64 { return float64(s.fsm.applied.Load()) }),
+	)
+	return m
+}
+
+// observe counts an answered request.
+func (m *metrics) observe(op string, code int32, start time.Time) {
+	m.requests.WithLabelValues(op, fsm.Code(code).String()).Inc()
+	m.latency.WithLabelValues(op).Observe(time.Since(start).Seconds())
+}
+
+// opName names a request's operation as ZooKeeper does.
+func opName(req *api.Request) string {
+	switch req.Op.(type) {
+	case *api.Request_Ping:
+		return "ping"
+	case *api.Request_Close:
+		return "closeSession"
+	case *api.Request_Create:
+		return "create"
+	case *api.Request_Delete:
+		return "delete"
+	case *api.Request_SetData:
+		return "setData"
+	case *api.Request_SetAcl:
+		return "setACL"
+	case *api.Request_Multi:
+		return "multi"
+	case *api.Request_GetData:
+		return "getData"
+	case *api.Request_Exists:
+		return "exists"
+	case *api.Request_GetChildren:
+		return "getChildren"
+	case *api.Request_GetAcl:
+		return "getACL"
+	case *api.Request_Sync:
+		return "sync"
+	case *api.Request_AddWatch:
+		return "addWatch"
+	case *api.Request_RemoveWatches:
+		return "removeWatches"
+	case *api.Request_CheckWatches:
+		return "checkWatches"
+	case *api.Request_Auth:
+		return "auth"
+	case *api.Request_GetAllChildrenNumber:
+		return "getAllChildrenNumber"
+	case *api.Request_GetEphemerals:
+		return "getEphemerals"
+	case *api.Request_MultiRead:
+		return "multiRead"
+	case *api.Request_SetWatches:
+		return "setWatches"
+	case *api.Request_WhoAmI:
+		return "whoAmI"
+	}
+	return "unknown"
+}

@@ -1,0 +1,180 @@
+package server
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+
+	"coord/fsm"
+)
+
+// raftFSM adapts fsm.FSM to raft. It applies committed entries in batches,
+// hands each entry's watch triggers to the registry and the local sessions,
+// updates the session tracker, and completes the request that proposed the
+// entry if it came from this server.
+//
+// mu orders apply against reads: apply holds it exclusively while it changes
+// the state and fires watches; a read holds it shared while it takes its view
+// and registers its watch. So a read either sees a change or has its watch
+// fire for it, and a session always gets an event before a response that
+// shows the change.
+type raftFSM struct {
+	s   *Server
+	fsm *fsm.FSM
+
+	mu      sync.RWMutex
+	applied atomic.Uint64 // raft index of the last entry applied
+
+	waitMu  sync.Mutex
+	waitCh  chan struct{} // closed and replaced whenever applied moves
+	pending map[uint64]func(applyResult)
+}
+
+type applyResult struct {
+	res   fsm.Result
+	index uint64
+	err   error // the entry never applied (lost leadership, shutdown, ...)
+}
+
+func newRaftFSM(s *Server) *raftFSM {
+	return &raftFSM{s: s, fsm: fsm.New(s.cfg.FSM), waitCh: make(chan struct{}), pending: map[uint64]func(applyResult){}}
+}
+
+// expect registers done to run with the outcome of the entry this server
+// proposes with seq. When the entry applies, done runs inside apply (so it
+// must be quick), which places a write's response in its session's stream
+// exactly where ZooKeeper would: after the events of earlier entries and
+// before those of later ones.
+func (r *raftFSM) expect(seq uint64, done func(applyResult)) {
+	r.waitMu.Lock()
+	r.pending[seq] = done
+	r.waitMu.Unlock()
+}
+
+// complete delivers the outcome of seq once (apply or failure, whichever
+// comes first).
+func (r *raftFSM) complete(seq uint64, ar applyResult) {
+	r.waitMu.Lock()
+	done, ok := r.pending[seq]
+	delete(r.pending, seq)
+	r.waitMu.Unlock()
+	if ok {
+		done(ar)
+	}
+}
+
+// failAll fails every pending proposal (this server stops).
+func (r *raftFSM) failAll(err error) {
+	r.waitMu.Lock()
+	p := r.pending
+	r.pending = map[uint64]func(applyResult){}
+	r.waitMu.Unlock()
+	for _, done := range p {
+		done(applyResult{err: err})
+	}
+}
+
+// appliedChanged returns a channel closed when the applied index next moves.
+func (r *raftFSM) appliedChanged() <-chan struct{} {
+	r.waitMu.Lock()
+	defer r.waitMu.Unlock()
+	return r.waitCh
+}
+
+func (r *raftFSM) signalApplied() {
+	r.waitMu.Lock()
+	close(r.waitCh)
+	r.waitCh = make(chan struct{})
+	r.waitMu.Unlock()
+}
+
+// Apply implements raft.FSM.
+func (r *raftFSM) Apply(l *raft.Log) interface{} { return r.ApplyBatch([]*raft.Log{l})[0] }
+
+// ApplyBatch implements raft.BatchingFSM.
+func (r *raftFSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	out := make([]interface{}, len(logs))
+	r.mu.Lock()
+	for _, l := range logs {
+		if l.Type == raft.LogCommand {
+			r.applyCommand(l)
+		}
+		r.applied.Store(l.Index)
+	}
+	r.mu.Unlock()
+	r.signalApplied()
+	return out
+}
+
+func (r *raftFSM) applyCommand(l *raft.Log) {
+	origin, seq, data, err := decodeEntry(l.Data)
+	var cmd *fsm.Command
+	if err == nil {
+		cmd, err = fsm.DecodeCommand(data)
+	}
+	if err != nil {
+		// A server that cannot read the log must not go on and diverge.
+		r.s.log.Error("cannot decode committed log entry; stopping", "index", l.Index, "err", err)
+		panic(fmt.Sprintf("coord: undecodable log entry %d: %v", l.Index, err))
+	}
+	res, triggers := r.fsm.Apply(l.Term, cmd)
+	r.s.afterApply(cmd, res, triggers)
+	if origin == r.s.cfg.ID {
+		r.complete(seq, applyResult{res: res, index: l.Index})
+	}
+}
+
+// Snapshot implements raft.FSM. raft calls it between applies, so the view
+// and the applied index agree.
+func (r *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
+	return &fsmSnapshot{view: r.fsm.View(), index: r.applied.Load()}, nil
+}
+
+// Restore implements raft.FSM: it replaces the state with a snapshot's.
+func (r *raftFSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	br := bufio.NewReaderSize(rc, 1<<16)
+	index, err := binary.ReadUvarint(br)
+	if err != nil {
+		return fmt.Errorf("server: reading snapshot header: %w", err)
+	}
+	r.mu.Lock()
+	err = r.fsm.Restore(br)
+	if err == nil {
+		r.applied.Store(index)
+		r.s.afterRestore()
+	}
+	r.mu.Unlock()
+	r.signalApplied()
+	return err
+}
+
+// fsmSnapshot streams a view: a uvarint applied index, then fsm's stream.
+type fsmSnapshot struct {
+	view  *fsm.View
+	index uint64
+}
+
+func (f *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	bw := bufio.NewWriterSize(sink, 1<<20)
+	var hdr [binary.MaxVarintLen64]byte
+	_, err := bw.Write(hdr[:binary.PutUvarint(hdr[:], f.index)])
+	if err == nil {
+		_, err = f.view.WriteTo(bw)
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (f *fsmSnapshot) Release() {}

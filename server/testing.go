@@ -1,0 +1,212 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// TestCluster is a cluster of real servers (real raft over TCP on loopback,
+// real bbolt files in temporary directories) for tests in this and other
+// packages.
+type TestCluster struct {
+	tb      testing.TB
+	Servers []*Server
+	configs []Config
+}
+
+// TestConfig returns a configuration with fast timings for loopback tests.
+func TestConfig(tb testing.TB, id string) Config {
+	cfg := DefaultConfig()
+	cfg.ID = id
+	cfg.DataDir = tb.TempDir()
+	cfg.RaftAddr = "127.0.0.1:0"
+	cfg.GRPCAddr = "127.0.0.1:0"
+	cfg.GossipAddr = "" // tests that want gossip turn it on
+	cfg.HTTPAddr = "127.0.0.1:0"
+	cfg.ZKAddr = "127.0.0.1:0"
+	cfg.Bootstrap = false
+	cfg.Tick = 100 * time.Millisecond
+	cfg.MinSessionTimeout = 200 * time.Millisecond
+	cfg.MaxSessionTimeout = 20 * time.Second
+	cfg.RaftTimeout = 200 * time.Millisecond
+	cfg.ContainerCheckInterval = 200 * time.Millisecond
+	cfg.Logger = testLogger(tb, id)
+	return cfg
+}
+
+// NewTestCluster starts voters+observers servers: the first bootstraps a
+// cluster and the others join through it. It returns once every server is
+// in the raft configuration with its role and a leader is elected.
+func NewTestCluster(tb testing.TB, voters, observers int) *TestCluster {
+	tb.Helper()
+	c := &TestCluster{tb: tb}
+	for i := 0; i < voters+observers; i++ {
+		cfg := TestConfig(tb, fmt.Sprintf("s%d", i+1))
+		if i == 0 {
+			cfg.Bootstrap = true
+		} else {
+			first := c.Servers[0]
+			cfg.Peers = []Peer{{ID: first.ID(), RaftAddr: first.RaftAddr(), GRPCAddr: first.GRPCAddr()}}
+			cfg.Observer = i >= voters
+		}
+		c.start(cfg)
+	}
+	c.WaitMembers(voters, observers)
+	return c
+}
+
+func (c *TestCluster) start(cfg Config) *Server {
+	c.tb.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		c.tb.Fatalf("starting %s: %v", cfg.ID, err)
+	}
+	c.tb.Cleanup(func() { s.Close() })
+	c.Servers = append(c.Servers, s)
+	c.configs = append(c.configs, cfg)
+	return s
+}
+
+// Add starts one more server that joins the cluster.
+func (c *TestCluster) Add(observer bool) *Server {
+	c.tb.Helper()
+	cfg := TestConfig(c.tb, fmt.Sprintf("s%d", len(c.Servers)+1))
+	var peers []Peer
+	for _, s := range c.Servers {
+		peers = append(peers, Peer{ID: s.ID(), RaftAddr: s.RaftAddr(), GRPCAddr: s.GRPCAddr()})
+	}
+	cfg.Peers = peers
+	cfg.Observer = observer
+	return c.start(cfg)
+}
+
+// Restart stops server i and starts it again from its data directory, on the
+// same addresses.
+func (c *TestCluster) Restart(i int) *Server {
+	c.tb.Helper()
+	old := c.Servers[i]
+	cfg := c.configs[i]
+	cfg.RaftAddr, cfg.GRPCAddr = old.RaftAddr(), old.GRPCAddr()
+	old.Close()
+	var s *Server
+	var err error
+	for try := 0; try < 50; try++ { // the ports may take a moment to free
+		if s, err = New(cfg); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		c.tb.Fatalf("restarting %s: %v", cfg.ID, err)
+	}
+	c.tb.Cleanup(func() { s.Close() })
+	c.Servers[i], c.configs[i] = s, cfg
+	return s
+}
+
+// Leader waits for a leader among the running servers and returns its index.
+func (c *TestCluster) Leader() int {
+	c.tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for i, s := range c.Servers {
+			if !s.isClosed() && s.IsLeader() {
+				return i
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.tb.Fatal("no leader within 10s")
+	return -1
+}
+
+// WaitMembers waits until the leader's configuration has the given numbers
+// of voters and non-voters.
+func (c *TestCluster) WaitMembers(voters, observers int) {
+	c.tb.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var v, o int
+	for time.Now().Before(deadline) {
+		l := c.Servers[c.Leader()]
+		f := l.raft.GetConfiguration()
+		if f.Error() == nil {
+			v, o = 0, 0
+			for _, srv := range f.Configuration().Servers {
+				if srv.Suffrage == raft.Voter {
+					v++
+				} else {
+					o++
+				}
+			}
+			if v == voters && o == observers {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.tb.Fatalf("cluster has %d voters and %d non-voters, want %d and %d", v, o, voters, observers)
+}
+
+// ZKAddrs returns the ZooKeeper protocol addresses of the running servers.
+func (c *TestCluster) ZKAddrs() []string {
+	var out []string
+	for _, s := range c.Servers {
+		if !s.isClosed() {
+			out = append(out, s.ZKAddr())
+		}
+	}
+	return out
+}
+
+// Addrs returns the gRPC addresses of the running servers.
+func (c *TestCluster) Addrs() []string {
+	var out []string
+	for _, s := range c.Servers {
+		if !s.isClosed() {
+			out = append(out, s.GRPCAddr())
+		}
+	}
+	return out
+}
+
+func (s *Server) isClosed() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// testLogger logs to the test's log when COORD_TEST_LOG is set, and nowhere
+// otherwise (raft is chatty); it stops when the test ends.
+func testLogger(tb testing.TB, id string) *slog.Logger {
+	if os.Getenv("COORD_TEST_LOG") == "" {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	w := &tbWriter{tb: tb}
+	tb.Cleanup(func() { w.mu.Lock(); w.done = true; w.mu.Unlock() })
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})).With("id", id)
+}
+
+type tbWriter struct {
+	mu   sync.Mutex
+	tb   testing.TB
+	done bool
+}
+
+func (w *tbWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.tb.Log(string(p))
+	}
+	return len(p), nil
+}

@@ -1,0 +1,224 @@
+package server
+
+import (
+	"net"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"coord/zk"
+)
+
+// Version is what coord reports where ZooKeeper reports its version (srvr,
+// stat, mntr, envi). Tools parse the leading x.y.z: coord speaks ZooKeeper
+// 3.8's protocol.
+const Version = "3.8.4-coord, built on 1970-01-01 00:00 UTC"
+
+// fourLetterWord answers one of ZooKeeper's four-letter words on a fresh
+// connection and closes it, as ZooKeeper does.
+func (s *Server) fourLetterWord(nc net.Conn, cmd string) {
+	if !s.fourLetterAllowed(cmd) {
+		nc.Write([]byte(zk.NotWhitelisted(cmd)))
+		return
+	}
+	var out string
+	switch cmd {
+	case "ruok":
+		out = zk.FormatRuok()
+	case "isro":
+		out = zk.FormatIsro(false)
+	case "srvr":
+		out = zk.FormatSrvr(s.serverStats())
+	case "stat":
+		out = zk.FormatStat(s.serverStats(), s.connStats(false))
+	case "cons":
+		out = zk.FormatCons(s.connStats(true))
+	case "mntr":
+		out = zk.FormatMntr(s.monitorStats())
+	case "conf":
+		out = zk.FormatConf(s.confInfo())
+	case "envi":
+		out = zk.FormatEnvi(s.envInfo())
+	case "wchs":
+		conns, paths, total := s.watches.Stats()
+		out = zk.FormatWchs(zk.WatchSummary{Connections: conns, Paths: paths, Total: total})
+	case "wchc":
+		var w []zk.SessionWatches
+		for id, paths := range s.watches.BySession() {
+			w = append(w, zk.SessionWatches{Session: id, Paths: paths})
+		}
+		slices.SortFunc(w, func(a, b zk.SessionWatches) int { return cmpInt64(a.Session, b.Session) })
+		out = zk.FormatWchc(w)
+	case "wchp":
+		var w []zk.PathWatches
+		for p, ids := range s.watches.ByPath() {
+			w = append(w, zk.PathWatches{Path: p, Sessions: ids})
+		}
+		slices.SortFunc(w, func(a, b zk.PathWatches) int { return strings.Compare(a.Path, b.Path) })
+		out = zk.FormatWchp(w)
+	case "dump":
+		out = zk.FormatDump(s.dumpInfo())
+	case "srst", "crst":
+		out = zk.StatsReset
+		if cmd == "crst" {
+			out = zk.ConnStatsReset
+		}
+	case "dirs":
+		out = zk.FormatDirs(dirSize(s.cfg.DataDir), 0)
+	case "gtmk":
+		out = zk.FormatTraceMask(0)
+	default:
+		out = zk.NotWhitelisted(cmd)
+	}
+	nc.Write([]byte(out))
+}
+
+func (s *Server) fourLetterAllowed(cmd string) bool {
+	for _, w := range s.cfg.FourLetterWords {
+		if w == "*" || w == cmd {
+			return true
+		}
+	}
+	return false
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// zkMode is the server state as ZooKeeper names it.
+func (s *Server) zkMode() string {
+	switch s.Role() {
+	case "leader":
+		s.mu.Lock()
+		n := len(s.members)
+		s.mu.Unlock()
+		if n <= 1 {
+			return "standalone"
+		}
+		return "leader"
+	case "observer":
+		return "observer"
+	}
+	return "follower"
+}
+
+func (s *Server) zkConnList() []*zkConn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*zkConn, 0, len(s.zkByConn))
+	for _, zc := range s.zkByConn {
+		out = append(out, zc)
+	}
+	slices.SortFunc(out, func(a, b *zkConn) int { return cmpInt64(a.c.id, b.c.id) })
+	return out
+}
+
+func (s *Server) serverStats() *zk.ServerStats {
+	v := s.View()
+	var recv, sent int64
+	for _, zc := range s.zkConnList() {
+		recv += zc.received.Load()
+		sent += zc.sent.Load()
+	}
+	return &zk.ServerStats{
+		Version: Version, Received: recv, Sent: sent, Connections: int(s.zkConns.Load()),
+		Zxid: int64(v.LastZxid()), Mode: s.zkMode(), NodeCount: v.NodeCount(),
+		ProposalLast: -1, ProposalMin: -1, ProposalMax: -1,
+	}
+}
+
+func (s *Server) connStats(full bool) []zk.ConnStats {
+	var out []zk.ConnStats
+	for _, zc := range s.zkConnList() {
+		cs := zk.ConnStats{RemoteAddr: zc.nc.RemoteAddr().String(), InterestOps: 1,
+			Received: zc.received.Load(), Sent: zc.sent.Load()}
+		if full {
+			cs.SessionID = zc.c.id
+			cs.LastOp, _ = zc.lastOp.Load().(string)
+			cs.Established = zc.established.UnixMilli()
+			cs.Timeout = zc.c.timeout
+			cs.LastCxid = zc.lastXid.Load()
+			cs.LastZxid = int64(s.fsm.fsm.LastZxid())
+			cs.LastResp = time.Now().UnixMilli()
+		}
+		out = append(out, cs)
+	}
+	return out
+}
+
+func (s *Server) monitorStats() *zk.MonitorStats {
+	st := s.serverStats()
+	v := s.View()
+	conns, _, total := s.watches.Stats()
+	_ = conns
+	var eph int64
+	for _, info := range v.Sessions() {
+		eph += int64(info.Ephemerals)
+	}
+	return &zk.MonitorStats{
+		Version: Version, ServerState: st.Mode, PacketsReceived: st.Received, PacketsSent: st.Sent,
+		NumAliveConnections: s.zkConns.Load(), Uptime: time.Since(s.started).Milliseconds(),
+		ZnodeCount: int64(v.NodeCount()), WatchCount: int64(total), EphemeralsCount: eph,
+		GlobalSessions: int64(len(v.Sessions())), OpenFileDescriptorCount: -1, MaxFileDescriptorCount: -1,
+		LastClientResponseSize: -1, MaxClientResponseSize: -1, MinClientResponseSize: -1,
+	}
+}
+
+func (s *Server) confInfo() *zk.ConfInfo {
+	port := 0
+	if a, ok := s.zkLis.Addr().(*net.TCPAddr); ok {
+		port = a.Port
+	}
+	return &zk.ConfInfo{
+		ClientPort: port, SecureClientPort: -1, DataDir: s.cfg.DataDir, DataLogDir: s.cfg.DataDir,
+		TickTime: int(s.cfg.Tick.Milliseconds()), MaxClientCnxns: 0,
+		MinSessionTimeout: int(s.cfg.MinSessionTimeout.Milliseconds()), MaxSessionTimeout: int(s.cfg.MaxSessionTimeout.Milliseconds()),
+		ClientPortListenBacklog: -1,
+	}
+}
+
+func (s *Server) envInfo() []zk.EnvEntry {
+	host, _ := os.Hostname()
+	wd, _ := os.Getwd()
+	return []zk.EnvEntry{
+		{Key: "zookeeper.version", Value: Version},
+		{Key: "host.name", Value: host},
+		{Key: "go.version", Value: runtime.Version()},
+		{Key: "os.name", Value: runtime.GOOS},
+		{Key: "os.arch", Value: runtime.GOARCH},
+		{Key: "user.dir", Value: wd},
+	}
+}
+
+func (s *Server) dumpInfo() *zk.DumpInfo {
+	v := s.View()
+	d := &zk.DumpInfo{Learner: s.Role() != "leader"}
+	for _, info := range v.Sessions() {
+		d.LearnerSessions = append(d.LearnerSessions, zk.SessionTimeout{Session: info.ID, Timeout: info.Timeout})
+		if paths := v.GetEphemerals(info.ID, "/"); len(paths) > 0 {
+			d.Ephemerals = append(d.Ephemerals, zk.SessionEphemerals{Session: info.ID, Paths: paths})
+		}
+	}
+	return d
+}
+
+// dirSize sums the sizes of the files under dir.
+func dirSize(dir string) int64 {
+	var total int64
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && !info.IsDir() {
+			total += info.Size()
+		}
+	}
+	return total
+}
