@@ -1,0 +1,94 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+
+	"coord/api"
+	"coord/fsm"
+)
+
+// ErrClosed is returned by calls on a Conn after Close.
+var ErrClosed = errors.New("coord: connection closed")
+
+// AnyVersion matches any version in Delete, Set, SetACL and CheckOp.
+const AnyVersion int32 = -1
+
+// codeErr turns a response code into the error a call returns: nil for OK,
+// else an *fsm.Error, so errors.Is(err, fsm.NoNode) works.
+func codeErr(code int32, op, path string) error {
+	if fsm.Code(code) == fsm.OK {
+		return nil
+	}
+	return &fsm.Error{Code: fsm.Code(code), Op: op, Path: path}
+}
+
+// ctxErr wraps a context error with the call it ended.
+func ctxErr(op, path string, err error) error {
+	if path == "" {
+		return fmt.Errorf("coord: %s: %w", op, err)
+	}
+	return fmt.Errorf("coord: %s %s: %w", op, path, err)
+}
+
+func statFromAPI(s *api.Stat) fsm.Stat {
+	if s == nil {
+		return fsm.Stat{}
+	}
+	return fsm.Stat{
+		Czxid:          s.GetCzxid(),
+		Mzxid:          s.GetMzxid(),
+		Ctime:          s.GetCtime(),
+		Mtime:          s.GetMtime(),
+		Version:        s.GetVersion(),
+		Cversion:       s.GetCversion(),
+		Aversion:       s.GetAversion(),
+		EphemeralOwner: s.GetEphemeralOwner(),
+		DataLength:     s.GetDataLength(),
+		NumChildren:    s.GetNumChildren(),
+		Pzxid:          s.GetPzxid(),
+	}
+}
+
+func aclToAPI(acl []fsm.ACL) []*api.ACL {
+	out := make([]*api.ACL, len(acl))
+	for i, a := range acl {
+		out[i] = &api.ACL{Perms: int32(a.Perms), Id: &api.Id{Scheme: a.ID.Scheme, Id: a.ID.ID}}
+	}
+	return out
+}
+
+func aclFromAPI(acl []*api.ACL) []fsm.ACL {
+	out := make([]fsm.ACL, len(acl))
+	for i, a := range acl {
+		out[i] = fsm.ACL{Perms: fsm.Perm(a.GetPerms()), ID: fsm.Id{Scheme: a.GetId().GetScheme(), ID: a.GetId().GetId()}}
+	}
+	return out
+}
+
+// dataFromAPI keeps ZooKeeper's null data (nil) apart from empty data
+// (a non-nil empty slice); protobuf decodes both as nil.
+func dataFromAPI(data []byte, null bool) []byte {
+	if null {
+		return nil
+	}
+	if data == nil {
+		return []byte{}
+	}
+	return data
+}
+
+func createToAPI(path string, data []byte, mode fsm.CreateMode, acl []fsm.ACL, ttlMs int64) *api.CreateRequest {
+	return &api.CreateRequest{
+		Path:     path,
+		Data:     data,
+		NullData: data == nil,
+		Acl:      aclToAPI(acl),
+		Mode:     int32(mode),
+		Ttl:      ttlMs,
+	}
+}
+
+func setDataToAPI(path string, data []byte, version int32) *api.SetDataRequest {
+	return &api.SetDataRequest{Path: path, Data: data, NullData: data == nil, Version: version}
+}

@@ -1,0 +1,327 @@
+package compat
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"coord/server"
+)
+
+// Cluster is what a compatibility test needs of the servers under test: one
+// test body runs against every implementation.
+type Cluster interface {
+	// Name is "coord" or "zookeeper".
+	Name() string
+	// Size is the number of servers, running or not.
+	Size() int
+	// Addrs returns the ZooKeeper protocol host:port of the running servers.
+	Addrs() []string
+	// Addr returns server i's host:port, running or not.
+	Addr(i int) string
+	// Kill stops server i (coord: Server.Close; ZooKeeper: SIGKILL).
+	Kill(i int)
+	// Leader returns the index of the server that leads now (waiting for
+	// one); a single server is its own leader.
+	Leader() int
+}
+
+// The target is chosen by COORD_COMPAT_TARGET: "coord" (the default) or
+// "zookeeper" (Apache ZooKeeper from Debian's zookeeper package).
+const targetEnv = "COORD_COMPAT_TARGET"
+
+func target() string {
+	if t := os.Getenv(targetEnv); t != "" {
+		return t
+	}
+	return "coord"
+}
+
+// newCluster starts n servers of the selected target for the test and stops
+// them when it ends.
+func newCluster(t testing.TB, n int) Cluster {
+	t.Helper()
+	switch target() {
+	case "coord":
+		return &coordCluster{tc: server.NewTestCluster(t, n, 0)}
+	case "zookeeper":
+		return newZKCluster(t, n)
+	}
+	t.Fatalf("%s=%q: want coord or zookeeper", targetEnv, target())
+	return nil
+}
+
+// coordCluster is an in-process coord cluster (real raft over loopback).
+type coordCluster struct{ tc *server.TestCluster }
+
+func (c *coordCluster) Name() string      { return "coord" }
+func (c *coordCluster) Size() int         { return len(c.tc.Servers) }
+func (c *coordCluster) Addrs() []string   { return c.tc.ZKAddrs() }
+func (c *coordCluster) Addr(i int) string { return c.tc.Servers[i].ZKAddr() }
+func (c *coordCluster) Kill(i int)        { c.tc.Servers[i].Close() }
+func (c *coordCluster) Leader() int       { return c.tc.Leader() }
+
+// Apache ZooKeeper from Debian: /usr/share/java/zookeeper.jar (its manifest
+// names its dependencies) started as real JVMs on loopback.
+const (
+	zkJar       = "/usr/share/java/zookeeper.jar"
+	slf4jSimple = "/usr/share/java/slf4j-simple.jar" // server logs to stderr, kept in the test's log file
+	zkCliPath   = "/usr/share/zookeeper/bin/zkCli.sh"
+)
+
+// zkTick is tickTime for the ZooKeeper servers, as coord's TestConfig's
+// Tick, so that session timeouts negotiate alike ([200 ms, 20 s]).
+const zkTick = 100 * time.Millisecond
+
+type zkCluster struct {
+	t     testing.TB
+	dir   string
+	nodes []*zkNode
+}
+
+type zkNode struct {
+	id               int
+	dir              string
+	clientPort       int
+	quorum, election int
+	cmd              *exec.Cmd
+	log              string
+	done             chan struct{}
+}
+
+func requireZooKeeper(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("java"); err != nil {
+		t.Skipf("%s=zookeeper needs java (apt-get install default-jre-headless): %v", targetEnv, err)
+	}
+	if _, err := os.Stat(zkJar); err != nil {
+		t.Skipf("%s=zookeeper needs Debian's zookeeper package (apt-get install zookeeper): %v", targetEnv, err)
+	}
+}
+
+func newZKCluster(t testing.TB, n int) *zkCluster {
+	t.Helper()
+	requireZooKeeper(t)
+	c := &zkCluster{t: t, dir: t.TempDir()}
+	ports := freePorts(t, 3*n)
+	for i := 0; i < n; i++ {
+		c.nodes = append(c.nodes, &zkNode{id: i + 1, dir: filepath.Join(c.dir, fmt.Sprintf("zk%d", i+1)),
+			clientPort: ports[3*i], quorum: ports[3*i+1], election: ports[3*i+2]})
+	}
+	t.Cleanup(func() {
+		for _, nd := range c.nodes {
+			nd.stop()
+		}
+		if t.Failed() {
+			for _, nd := range c.nodes {
+				b, _ := os.ReadFile(nd.log)
+				if len(b) > 6000 {
+					b = b[len(b)-6000:]
+				}
+				t.Logf("ZooKeeper server %d log (tail):\n%s", nd.id, b)
+			}
+		}
+	})
+	for _, nd := range c.nodes {
+		c.start(nd)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for _, nd := range c.nodes {
+		for {
+			out, _ := fourLetter(nd.addr(), "srvr", time.Second)
+			if strings.Contains(out, "Mode: ") {
+				break
+			}
+			select {
+			case <-nd.done:
+				t.Fatalf("ZooKeeper server %d exited during start; see %s", nd.id, nd.log)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("ZooKeeper server %d not serving after 60s: %q", nd.id, out)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return c
+}
+
+func (c *zkCluster) start(nd *zkNode) {
+	c.t.Helper()
+	data := filepath.Join(nd.dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	var cfg bytes.Buffer
+	fmt.Fprintf(&cfg, "tickTime=%d\ninitLimit=50\nsyncLimit=20\n", zkTick.Milliseconds())
+	fmt.Fprintf(&cfg, "dataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n", data, nd.clientPort)
+	fmt.Fprintf(&cfg, "minSessionTimeout=200\nmaxSessionTimeout=20000\n")
+	fmt.Fprintf(&cfg, "admin.enableServer=false\n4lw.commands.whitelist=*\nmaxClientCnxns=0\n")
+	if len(c.nodes) > 1 {
+		for _, o := range c.nodes {
+			fmt.Fprintf(&cfg, "server.%d=127.0.0.1:%d:%d\n", o.id, o.quorum, o.election)
+		}
+		if err := os.WriteFile(filepath.Join(data, "myid"), []byte(fmt.Sprintf("%d\n", nd.id)), 0o644); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	cfgPath := filepath.Join(nd.dir, "zoo.cfg")
+	if err := os.WriteFile(cfgPath, cfg.Bytes(), 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+	nd.log = filepath.Join(nd.dir, "server.log")
+	logf, err := os.Create(nd.log)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cp := zkJar
+	if _, err := os.Stat(slf4jSimple); err == nil {
+		cp += ":" + slf4jSimple
+	}
+	nd.cmd = exec.Command("java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dzookeeper.extendedTypesEnabled=true", // TTL nodes
+		"-Dznode.container.checkIntervalMs=100", // containers and TTLs reaped promptly, as coord's test config
+		"-Dzookeeper.admin.enableServer=false",
+		"-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+		"-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath)
+	nd.cmd.Stdout, nd.cmd.Stderr = logf, logf
+	// The JVM dies with the test binary even if the test never gets to its
+	// cleanup (a panic, a timeout).
+	nd.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := nd.cmd.Start(); err != nil {
+		c.t.Fatalf("starting ZooKeeper: %v", err)
+	}
+	nd.done = make(chan struct{})
+	go func() {
+		nd.cmd.Wait()
+		logf.Close()
+		close(nd.done)
+	}()
+}
+
+func (nd *zkNode) addr() string { return fmt.Sprintf("127.0.0.1:%d", nd.clientPort) }
+
+func (nd *zkNode) running() bool {
+	select {
+	case <-nd.done:
+		return false
+	default:
+		return nd.cmd != nil
+	}
+}
+
+// stop kills the JVM (SIGKILL: an abrupt crash, as the tests want) and
+// waits for it to go.
+func (nd *zkNode) stop() {
+	if nd.cmd == nil || nd.cmd.Process == nil {
+		return
+	}
+	nd.cmd.Process.Kill()
+	select {
+	case <-nd.done:
+	case <-time.After(10 * time.Second):
+	}
+}
+
+func (c *zkCluster) Name() string      { return "zookeeper" }
+func (c *zkCluster) Size() int         { return len(c.nodes) }
+func (c *zkCluster) Addr(i int) string { return c.nodes[i].addr() }
+func (c *zkCluster) Kill(i int)        { c.nodes[i].stop() }
+
+func (c *zkCluster) Addrs() []string {
+	var out []string
+	for _, nd := range c.nodes {
+		if nd.running() {
+			out = append(out, nd.addr())
+		}
+	}
+	return out
+}
+
+func (c *zkCluster) Leader() int {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		for i, nd := range c.nodes {
+			if !nd.running() {
+				continue
+			}
+			out, _ := fourLetter(nd.addr(), "srvr", time.Second)
+			if strings.Contains(out, "Mode: leader") || strings.Contains(out, "Mode: standalone") {
+				return i
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatal("no ZooKeeper leader within 30s")
+	return -1
+}
+
+// freePorts returns n distinct loopback ports the kernel had free.
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ls []net.Listener
+	var ports []int
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}
+
+// fourLetter sends a four-letter word and returns everything the server
+// writes before it closes the connection.
+func fourLetter(addr, cmd string, timeout time.Duration) (string, error) {
+	nc, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return "", err
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(timeout))
+	if _, err := nc.Write([]byte(cmd)); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(nc)
+	return string(b), err
+}
+
+// logSink routes a client library's log lines to the test's log while the
+// test runs (COORD_TEST_LOG set) and drops them otherwise.
+type logSink struct {
+	mu   sync.Mutex
+	t    testing.TB
+	done bool
+}
+
+func newLogSink(t testing.TB) *logSink {
+	s := &logSink{t: t}
+	t.Cleanup(func() { s.mu.Lock(); s.done = true; s.mu.Unlock() })
+	return s
+}
+
+func (s *logSink) Printf(format string, args ...any) {
+	if os.Getenv("COORD_TEST_LOG") == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.done {
+		s.t.Logf("go-zookeeper: "+format, args...)
+	}
+}

@@ -1,0 +1,228 @@
+package zk
+
+import (
+	"errors"
+	"strconv"
+
+	"coord/fsm"
+)
+
+// OpCode is a request type (ZooDefs.OpCode), as sent in RequestHeader.Type.
+type OpCode int32
+
+// ZooKeeper 3.8/3.9 op codes (ZooDefs.OpCode).
+const (
+	OpNotification         OpCode = 0
+	OpCreate               OpCode = 1
+	OpDelete               OpCode = 2
+	OpExists               OpCode = 3
+	OpGetData              OpCode = 4
+	OpSetData              OpCode = 5
+	OpGetACL               OpCode = 6
+	OpSetACL               OpCode = 7
+	OpGetChildren          OpCode = 8
+	OpSync                 OpCode = 9
+	OpPing                 OpCode = 11
+	OpGetChildren2         OpCode = 12
+	OpCheck                OpCode = 13 // only inside multi; alone ZooKeeper answers Unimplemented
+	OpMulti                OpCode = 14
+	OpCreate2              OpCode = 15
+	OpReconfig             OpCode = 16
+	OpCheckWatches         OpCode = 17
+	OpRemoveWatches        OpCode = 18
+	OpCreateContainer      OpCode = 19
+	OpDeleteContainer      OpCode = 20
+	OpCreateTTL            OpCode = 21
+	OpMultiRead            OpCode = 22
+	OpAuth                 OpCode = 100
+	OpSetWatches           OpCode = 101
+	OpSASL                 OpCode = 102
+	OpGetEphemerals        OpCode = 103
+	OpGetAllChildrenNumber OpCode = 104
+	OpSetWatches2          OpCode = 105
+	OpAddWatch             OpCode = 106
+	OpWhoAmI               OpCode = 107
+	OpCreateSession        OpCode = -10
+	OpCloseSession         OpCode = -11
+	OpError                OpCode = -1 // a failed op's result inside a multi response
+)
+
+var opNames = map[OpCode]string{
+	OpNotification: "notification", OpCreate: "create", OpDelete: "delete", OpExists: "exists",
+	OpGetData: "getData", OpSetData: "setData", OpGetACL: "getACL", OpSetACL: "setACL",
+	OpGetChildren: "getChildren", OpSync: "sync", OpPing: "ping", OpGetChildren2: "getChildren2",
+	OpCheck: "check", OpMulti: "multi", OpCreate2: "create2", OpReconfig: "reconfig",
+	OpCheckWatches: "checkWatches", OpRemoveWatches: "removeWatches",
+	OpCreateContainer: "createContainer", OpDeleteContainer: "deleteContainer",
+	OpCreateTTL: "createTTL", OpMultiRead: "multiRead", OpAuth: "auth", OpSetWatches: "setWatches",
+	OpSASL: "sasl", OpGetEphemerals: "getEphemerals", OpGetAllChildrenNumber: "getAllChildrenNumber",
+	OpSetWatches2: "setWatches2", OpAddWatch: "addWatch", OpWhoAmI: "whoAmI",
+	OpCreateSession: "createSession", OpCloseSession: "closeSession", OpError: "error",
+}
+
+// String returns ZooDefs' name for op, or "unknown N".
+func (op OpCode) String() string {
+	if s, ok := opNames[op]; ok {
+		return s
+	}
+	return "unknown " + strconv.Itoa(int(op))
+}
+
+// lastOps are the short names ZooKeeper's cons output shows as lop=
+// (FinalRequestProcessor's lastOp).
+var lastOps = map[OpCode]string{
+	OpPing: "PING", OpCreateSession: "SESS", OpMulti: "MULT", OpMultiRead: "MLTR",
+	OpCreate: "CREA", OpCreate2: "CREA", OpCreateTTL: "CREA", OpCreateContainer: "CREA",
+	OpDelete: "DELE", OpDeleteContainer: "DELE", OpSetData: "SETD", OpReconfig: "RECO",
+	OpSetACL: "SETA", OpCloseSession: "CLOS", OpSync: "SYNC", OpCheck: "CHEC",
+	OpExists: "EXIS", OpGetData: "GETD", OpSetWatches: "SETW", OpSetWatches2: "STW2",
+	OpAddWatch: "ADDW", OpGetACL: "GETA", OpGetChildren: "GETC", OpGetChildren2: "GETC",
+	OpGetAllChildrenNumber: "GETACN", OpCheckWatches: "CHKW", OpRemoveWatches: "REMW",
+	OpWhoAmI: "HOMI", OpGetEphemerals: "GETE",
+}
+
+// LastOpName returns the name ZooKeeper's cons output gives the last op of a
+// connection ("GETD", "PING", ...), or "NA" as for a connection without one.
+func LastOpName(op OpCode) string {
+	if s, ok := lastOps[op]; ok {
+		return s
+	}
+	return "NA"
+}
+
+// IsWrite reports whether op changes the tree (goes through the log in
+// ZooKeeper): the create variants, delete, setData, setACL, check, multi,
+// reconfig, createSession and closeSession.
+func (op OpCode) IsWrite() bool {
+	switch op {
+	case OpCreate, OpCreate2, OpCreateContainer, OpCreateTTL, OpDelete, OpDeleteContainer,
+		OpSetData, OpSetACL, OpCheck, OpMulti, OpReconfig, OpCreateSession, OpCloseSession:
+		return true
+	}
+	return false
+}
+
+// Special xids (ClientCnxn). Requests with these xids are not matched to a
+// pending request by the Java client, except SetWatches, which is.
+const (
+	XidNotification int32 = -1 // watch events sent by the server
+	XidPing         int32 = -2
+	XidAuth         int32 = -4 // AuthPacket and its reply
+	XidSetWatches   int32 = -8 // SetWatches/SetWatches2 sent on reconnect
+)
+
+// ProtocolVersion is the only protocol version ZooKeeper speaks (0).
+const ProtocolVersion int32 = 0
+
+// PasswordLen is the length of a session password ZooKeeper hands out.
+const PasswordLen = 16
+
+// KeeperState is the state field of a WatcherEvent (Watcher.Event.KeeperState).
+type KeeperState int32
+
+// ZooKeeper's KeeperState values.
+const (
+	StateUnknown           KeeperState = -1 // deprecated
+	StateDisconnected      KeeperState = 0
+	StateNoSyncConnected   KeeperState = 1 // deprecated
+	StateSyncConnected     KeeperState = 3
+	StateAuthFailed        KeeperState = 4
+	StateConnectedReadOnly KeeperState = 5
+	StateSASLAuthenticated KeeperState = 6
+	StateExpired           KeeperState = -112
+	StateClosed            KeeperState = 7
+)
+
+func (s KeeperState) String() string {
+	switch s {
+	case StateUnknown:
+		return "Unknown"
+	case StateDisconnected:
+		return "Disconnected"
+	case StateNoSyncConnected:
+		return "NoSyncConnected"
+	case StateSyncConnected:
+		return "SyncConnected"
+	case StateAuthFailed:
+		return "AuthFailed"
+	case StateConnectedReadOnly:
+		return "ConnectedReadOnly"
+	case StateSASLAuthenticated:
+		return "SaslAuthenticated"
+	case StateExpired:
+		return "Expired"
+	case StateClosed:
+		return "Closed"
+	}
+	return "KeeperState(" + strconv.Itoa(int(s)) + ")"
+}
+
+// EventType is the type field of a WatcherEvent (Watcher.Event.EventType):
+// fsm's trigger types plus the ones only the wire knows.
+type EventType int32
+
+// ZooKeeper's EventType values.
+const (
+	EventNone                   EventType = -1
+	EventNodeCreated            EventType = EventType(fsm.EventNodeCreated)
+	EventNodeDeleted            EventType = EventType(fsm.EventNodeDeleted)
+	EventNodeDataChanged        EventType = EventType(fsm.EventNodeDataChanged)
+	EventNodeChildrenChanged    EventType = EventType(fsm.EventNodeChildrenChanged)
+	EventDataWatchRemoved       EventType = 5
+	EventChildWatchRemoved      EventType = 6
+	EventPersistentWatchRemoved EventType = 7
+)
+
+func (t EventType) String() string {
+	switch t {
+	case EventNone:
+		return "None"
+	case EventDataWatchRemoved:
+		return "DataWatchRemoved"
+	case EventChildWatchRemoved:
+		return "ChildWatchRemoved"
+	case EventPersistentWatchRemoved:
+		return "PersistentWatchRemoved"
+	case EventNodeCreated, EventNodeDeleted, EventNodeDataChanged, EventNodeChildrenChanged:
+		return fsm.EventType(t).String()
+	}
+	return "EventType(" + strconv.Itoa(int(t)) + ")"
+}
+
+// WatcherType is the type field of CheckWatchesRequest and
+// RemoveWatchesRequest (Watcher.WatcherType).
+type WatcherType int32
+
+// ZooKeeper's WatcherType values.
+const (
+	WatcherChildren            WatcherType = 1
+	WatcherData                WatcherType = 2
+	WatcherAny                 WatcherType = 3
+	WatcherPersistent          WatcherType = 4
+	WatcherPersistentRecursive WatcherType = 5
+)
+
+// AddWatchMode is the mode field of AddWatchRequest (ZooDefs.AddWatchModes).
+type AddWatchMode int32
+
+// ZooKeeper's AddWatchModes.
+const (
+	AddWatchPersistent          AddWatchMode = 0
+	AddWatchPersistentRecursive AddWatchMode = 1
+)
+
+// CodeOf maps an error to the code to put in a ReplyHeader: OK for nil, the
+// fsm.Code carried by an *fsm.Error or fsm.Code, MarshallingError for a
+// request body that did not decode (ErrMalformed), Unimplemented for
+// ErrUnknownOp, and SystemError for anything else.
+func CodeOf(err error) fsm.Code {
+	switch {
+	case err == nil:
+		return fsm.OK
+	case errors.Is(err, ErrMalformed):
+		return fsm.MarshallingError
+	case errors.Is(err, ErrUnknownOp):
+		return fsm.Unimplemented
+	}
+	return fsm.CodeOf(err)
+}
