@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// runLocal runs a cluster of real coord processes on loopback: voters that
+// bootstrap together and observers the leader adds. Server i (from 1) uses
+// raft port base+i, gRPC port base+100+i, gossip port base+200+i, HTTP
+// port base+300+i and the ZooKeeper protocol on port 2180+i.
+func runLocal(args []string) int {
+	fs := flag.NewFlagSet("coord local", flag.ContinueOnError)
+	voters := fs.Int("voters", 3, "number of voters")
+	observers := fs.Int("observers", 1, "number of observers")
+	dir := fs.String("dir", "coord-local", "parent directory of the servers' data directories")
+	base := fs.Int("base-port", 2880, "server i listens for raft on base+i, gRPC on base+100+i, gossip on base+200+i, HTTP on base+300+i")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *voters < 1 || *observers < 0 {
+		fmt.Fprintln(os.Stderr, "coord local: need at least one voter")
+		return 2
+	}
+	n := *voters + *observers
+	raftAddr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", *base+i) }
+	grpcAddr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", *base+100+i) }
+	var peers []string
+	for i := 1; i <= n; i++ {
+		p := fmt.Sprintf("s%d=%s,%s", i, raftAddr(i), grpcAddr(i))
+		if i > *voters {
+			p += ",observer"
+		}
+		peers = append(peers, p)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "coord local:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	var procs []*exec.Cmd
+	for i := 1; i <= n; i++ {
+		var others []string
+		for j, p := range peers {
+			if j != i-1 {
+				others = append(others, p)
+			}
+		}
+		args := []string{"-id", fmt.Sprintf("s%d", i), "-data-dir", filepath.Join(*dir, fmt.Sprintf("s%d", i)),
+			"-raft-addr", raftAddr(i), "-grpc-addr", grpcAddr(i), "-peers", strings.Join(others, ";"),
+			"-gossip-addr", fmt.Sprintf("127.0.0.1:%d", *base+200+i), "-http-addr", fmt.Sprintf("127.0.0.1:%d", *base+300+i),
+			"-zk-addr", fmt.Sprintf("127.0.0.1:%d", 2180+i)}
+		if i > 1 {
+			args = append(args, "-join", fmt.Sprintf("127.0.0.1:%d", *base+201), "-bootstrap="+fmt.Sprint(i <= *voters))
+		}
+		if i > *voters {
+			args = append(args, "-observer", "-bootstrap=false")
+		}
+		cmd := exec.Command(self, args...)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "coord local:", err)
+			stopAll(procs)
+			return 1
+		}
+		procs = append(procs, cmd)
+		role := "voter"
+		if i > *voters {
+			role = "observer"
+		}
+		fmt.Fprintf(os.Stderr, "coord local: s%d (%s) pid %d grpc %s raft %s\n", i, role, cmd.Process.Pid, grpcAddr(i), raftAddr(i))
+	}
+	exited := make(chan int, len(procs))
+	for i, p := range procs {
+		go func() { p.Wait(); exited <- i }()
+	}
+	select {
+	case <-ctx.Done():
+	case i := <-exited:
+		fmt.Fprintf(os.Stderr, "coord local: s%d exited; stopping the others\n", i+1)
+	}
+	stopAll(procs)
+	return 0
+}
+
+func stopAll(procs []*exec.Cmd) {
+	for _, p := range procs {
+		if p.ProcessState == nil {
+			p.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	for _, p := range procs {
+		p.Wait()
+	}
+}

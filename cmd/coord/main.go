@@ -1,0 +1,203 @@
+// Command coord runs a coord server.
+//
+// With no flags it runs a single-node cluster on loopback with its data in
+// ./coord-data: `go run ./cmd/coord`. `coord local` runs a 3-voter +
+// 1-observer cluster of real processes on loopback. See docs/running.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"coord/server"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "local" {
+		os.Exit(runLocal(os.Args[2:]))
+	}
+	os.Exit(run(os.Args[1:]))
+}
+
+// fileConfig is the optional JSON config file; flags given on the command
+// line override it.
+type fileConfig struct {
+	ID                string   `json:"id"`
+	DataDir           string   `json:"data_dir"`
+	RaftAddr          string   `json:"raft_addr"`
+	GRPCAddr          string   `json:"grpc_addr"`
+	GossipAddr        string   `json:"gossip_addr"`
+	HTTPAddr          string   `json:"http_addr"`
+	ZKAddr            string   `json:"zk_addr"`
+	FourLetterWords   string   `json:"4lw_whitelist"`
+	Observer          bool     `json:"observer"`
+	Bootstrap         *bool    `json:"bootstrap"`
+	Peers             []string `json:"peers"` // id=raftAddr,grpcAddr[,observer]
+	Join              []string `json:"join"`
+	Tick              string   `json:"tick"`
+	MinSessionTimeout string   `json:"min_session_timeout"`
+	MaxSessionTimeout string   `json:"max_session_timeout"`
+	LogLevel          string   `json:"log_level"`
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("coord", flag.ContinueOnError)
+	cfg := server.DefaultConfig()
+	configFile := fs.String("config", "", "JSON config file (flags override it)")
+	id := fs.String("id", cfg.ID, "server id, unique in the cluster")
+	dataDir := fs.String("data-dir", cfg.DataDir, "directory for the raft log, stable store and snapshots")
+	raftAddr := fs.String("raft-addr", cfg.RaftAddr, "host:port for raft traffic")
+	grpcAddr := fs.String("grpc-addr", cfg.GRPCAddr, "host:port for the gRPC client, admin and internal services")
+	gossipAddr := fs.String("gossip-addr", cfg.GossipAddr, `host:port for memberlist gossip ("" turns it off)`)
+	zkAddr := fs.String("zk-addr", cfg.ZKAddr, `host:port for the ZooKeeper wire protocol ("" turns it off)`)
+	fourLW := fs.String("4lw-whitelist", "*", `four-letter words served, comma separated ("*" for all)`)
+	httpAddr := fs.String("http-addr", cfg.HTTPAddr, `host:port for /metrics, /health, /status, /members ("" turns it off)`)
+	observer := fs.Bool("observer", false, "run as an observer (raft non-voter)")
+	bootstrap := fs.Bool("bootstrap", true, "start a new cluster if this server has no state (voters only)")
+	peers := fs.String("peers", "", "known servers: id=raftAddr,grpcAddr[,observer];...")
+	join := fs.String("join", "", "gossip addresses of servers of an existing cluster to join, comma separated")
+	tick := fs.Duration("tick", cfg.Tick, "ZooKeeper tickTime: session timeout granularity")
+	minTimeout := fs.Duration("min-session-timeout", 0, "smallest session timeout (default 2 ticks)")
+	maxTimeout := fs.Duration("max-session-timeout", 0, "largest session timeout (default 20 ticks)")
+	raftTimeout := fs.Duration("raft-timeout", cfg.RaftTimeout, "raft heartbeat and election timeout (bounds failover)")
+	commitTimeout := fs.Duration("commit-timeout", cfg.CommitTimeout, "how soon an idle leader tells followers about a commit (on the latency of writes through followers)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	var fc fileConfig
+	if *configFile != "" {
+		b, err := os.ReadFile(*configFile)
+		if err == nil {
+			err = json.Unmarshal(b, &fc)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "coord: config file %s: %v\n", *configFile, err)
+			return 2
+		}
+	}
+	pick := func(name, flagVal, fileVal string) string {
+		if set[name] || fileVal == "" {
+			return flagVal
+		}
+		return fileVal
+	}
+	cfg.ID = pick("id", *id, fc.ID)
+	cfg.DataDir = pick("data-dir", *dataDir, fc.DataDir)
+	cfg.RaftAddr = pick("raft-addr", *raftAddr, fc.RaftAddr)
+	cfg.GRPCAddr = pick("grpc-addr", *grpcAddr, fc.GRPCAddr)
+	cfg.GossipAddr = pick("gossip-addr", *gossipAddr, fc.GossipAddr)
+	cfg.HTTPAddr = pick("http-addr", *httpAddr, fc.HTTPAddr)
+	cfg.ZKAddr = pick("zk-addr", *zkAddr, fc.ZKAddr)
+	cfg.FourLetterWords = splitList(pick("4lw-whitelist", *fourLW, fc.FourLetterWords), ",")
+	cfg.Observer = *observer || (!set["observer"] && fc.Observer)
+	cfg.Bootstrap = *bootstrap && !cfg.Observer
+	if !set["bootstrap"] && fc.Bootstrap != nil {
+		cfg.Bootstrap = *fc.Bootstrap
+	}
+	peerSpecs := splitList(*peers, ";")
+	if !set["peers"] && len(fc.Peers) > 0 {
+		peerSpecs = fc.Peers
+	}
+	for _, spec := range peerSpecs {
+		p, err := parsePeer(spec)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "coord: -peers: %v\n", err)
+			return 2
+		}
+		cfg.Peers = append(cfg.Peers, p)
+	}
+	cfg.GossipJoin = splitList(*join, ",")
+	if !set["join"] && len(fc.Join) > 0 {
+		cfg.GossipJoin = fc.Join
+	}
+	if len(cfg.GossipJoin) > 0 && !set["bootstrap"] {
+		cfg.Bootstrap = false // a joining server never starts its own cluster
+	}
+	durations := []struct {
+		name string
+		flag time.Duration
+		file string
+		dst  *time.Duration
+	}{
+		{"tick", *tick, fc.Tick, &cfg.Tick},
+		{"min-session-timeout", *minTimeout, fc.MinSessionTimeout, &cfg.MinSessionTimeout},
+		{"max-session-timeout", *maxTimeout, fc.MaxSessionTimeout, &cfg.MaxSessionTimeout},
+	}
+	for _, d := range durations {
+		v := d.flag
+		if !set[d.name] && d.file != "" {
+			parsed, err := time.ParseDuration(d.file)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "coord: config %s: %v\n", d.name, err)
+				return 2
+			}
+			v = parsed
+		}
+		if v != 0 {
+			*d.dst = v
+		}
+	}
+	if !set["min-session-timeout"] && fc.MinSessionTimeout == "" {
+		cfg.MinSessionTimeout = 2 * cfg.Tick
+	}
+	if !set["max-session-timeout"] && fc.MaxSessionTimeout == "" {
+		cfg.MaxSessionTimeout = 20 * cfg.Tick
+	}
+	cfg.RaftTimeout = *raftTimeout
+	cfg.CommitTimeout = *commitTimeout
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(pick("log-level", *logLevel, fc.LogLevel))); err != nil {
+		fmt.Fprintf(os.Stderr, "coord: -log-level: %v\n", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Logger = log
+
+	srv, err := server.New(cfg)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	log.Info("shutting down")
+	if err := srv.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		log.Error("shutdown", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// parsePeer reads "id=raftAddr,grpcAddr[,observer]".
+func parsePeer(spec string) (server.Peer, error) {
+	id, rest, ok := strings.Cut(spec, "=")
+	parts := strings.Split(rest, ",")
+	if !ok || id == "" || len(parts) < 2 || len(parts) > 3 || (len(parts) == 3 && parts[2] != "observer") {
+		return server.Peer{}, fmt.Errorf("%q: want id=raftAddr,grpcAddr[,observer]", spec)
+	}
+	return server.Peer{ID: id, RaftAddr: parts[0], GRPCAddr: parts[1], Observer: len(parts) == 3}, nil
+}
+
+func splitList(s, sep string) []string {
+	var out []string
+	for _, p := range strings.Split(s, sep) {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// ensemble is a set of server processes coordbench started itself (-local:
+// coord, -zookeeper: Apache ZooKeeper), which it can inspect, kill and
+// restart.
+type ensemble interface {
+	size() int
+	name(i int) string // server i (1-based) as reports name it: "s1", "zk1"
+	alive(i int) bool
+	// waitLeader waits until a live server other than not (0: any) leads
+	// and the others follow it, and returns its number.
+	waitLeader(ctx context.Context, timeout time.Duration, not int) (int, error)
+	// isLeader: server i says it is the leader now (one quick poll).
+	isLeader(ctx context.Context, i int) bool
+	// killAsync sends SIGKILL to server i; the channel closes once it has
+	// exited.
+	killAsync(i int) <-chan struct{}
+	// restart starts server i again with its data and waits until it
+	// serves.
+	restart(ctx context.Context, i int) error
+	// waitCaughtUp waits until server i follows leader and has what leader
+	// had when the wait began.
+	waitCaughtUp(ctx context.Context, i, leader int, timeout time.Duration) error
+	health(ctx context.Context) []serverHealth
+	// leaderSessions is the number of sessions the leader knows; -1 when it
+	// cannot tell.
+	leaderSessions(ctx context.Context) int64
+	stop()
+	unexpectedExits() []string
+}
+
+// coord's local cluster as an ensemble.
+
+func (c *cluster) size() int         { return len(c.procs) }
+func (c *cluster) name(i int) string { return fmt.Sprintf("s%d", i) }
+func (c *cluster) alive(i int) bool  { return c.procs[i-1] != nil && c.procs[i-1].alive() }
+
+func (c *cluster) isLeader(ctx context.Context, i int) bool {
+	st, err := c.status(ctx, i)
+	return err == nil && st.Role == "leader"
+}
+
+func (c *cluster) killAsync(i int) <-chan struct{} {
+	p := c.procs[i-1]
+	p.mu.Lock()
+	p.killed = true
+	p.mu.Unlock()
+	p.cmd.Process.Kill()
+	return p.done
+}
+
+func (c *cluster) restart(ctx context.Context, i int) error {
+	if err := c.start(i); err != nil {
+		return err
+	}
+	return c.waitServing(ctx, i, 30*time.Second)
+}
+
+func (c *cluster) leaderSessions(ctx context.Context) int64 {
+	for i := range c.procs {
+		if !c.alive(i + 1) {
+			continue
+		}
+		st, err := c.status(ctx, i+1)
+		if err == nil && st.Role == "leader" {
+			return st.Sessions
+		}
+	}
+	return -1
+}

@@ -1,0 +1,274 @@
+// Command coordbench loads a coord cluster, or an Apache ZooKeeper
+// ensemble, and reports throughput and latency, watch-delivery latency, and
+// how long the cluster takes to accept writes again after its leader is
+// killed.
+//
+//	go run ./cmd/coordbench -local 3 -workloads set -sessions 1,16,64 -inflight 1,8
+//	go run ./cmd/coordbench -local 3 -failover -failover-rounds 5
+//	go run ./cmd/coordbench -servers 10.0.0.1:2182,10.0.0.2:2182 -workloads all
+//	go run ./cmd/coordbench -local 3 -protocol zk -workloads all
+//	go run ./cmd/coordbench -zookeeper 3 -workloads all
+//	go run ./cmd/coordbench -protocol zk -servers zk1:2181,zk2:2181,zk3:2181 -workloads set,get
+//
+// -protocol grpc (the default) drives coord's Go client (package client);
+// -protocol zk drives github.com/go-zookeeper/zk over ZooKeeper's wire
+// protocol, so the same workload and the same client can load coord (its
+// -zk-addr port) and Apache ZooKeeper alike; -servers then lists
+// ZooKeeper-protocol addresses. go-zookeeper pipelines the calls of several
+// goroutines on one connection, so -inflight works the same way. Its calls
+// take no context: a request still unanswered -op-timeout after a run's
+// window is failed by closing its session. Sessions keep their own server
+// order (see session.go) rather than go-zookeeper's shuffled one.
+//
+// With -local N it builds cmd/coord (or takes -coord-bin) and runs N real
+// coord processes on loopback, started with the flags `coord local` gives
+// its voters (ids s1..sN, -peers, -bootstrap, fresh data directories in a
+// temp directory, ports from -base-port, and -zk-addr when the binary has
+// it), waits for an elected leader (Admin.Status), and kills them all when
+// it ends, also on an error or SIGINT/SIGTERM (and, on Linux, if coordbench
+// itself is killed). With -zookeeper N it does the same with an Apache
+// ZooKeeper ensemble from Debian's zookeeper package (one JVM per server,
+// -Xmx -zk-heap, zoo.cfg as zookeeper.go describes), waiting until one
+// server's `srvr` says Mode: leader and the others follow.
+//
+// Workloads, each run for every -sessions × -inflight pair (or as -runs
+// lists them, e.g. -runs set:1x1,set:64x8,watch:16):
+//   - create: new znodes, -data-size bytes, 20-byte names spread over
+//     -parents parents;
+//   - set: setData (any version) on a random one of -keys prepared znodes;
+//   - get: getData of a random prepared znode;
+//   - mixed: -read-percent get, the rest set;
+//   - watch (once per -sessions count, which counts watchers): watch-delivery
+//     latency, defined in watch.go and in the report's header.
+//
+// A session with -inflight k has k requests outstanding: k goroutines each
+// call and wait, pipelined on the session's one stream. Session i starts at
+// server i mod len(servers). After -warmup, every request that completes
+// inside the -duration window counts: ops/s is successful requests over the
+// window, and p50/p99/p999 are nearest-rank percentiles of their latencies
+// from a log-linear histogram (never below the exact value and less than
+// 1/128 above it). errors counts failed requests during the whole run,
+// worst-1s is the fewest completed in any one second of the window (a
+// stall shows there), disc counts sessions losing their server (and
+// expiries), and rss is the largest server's resident memory after the run
+// (-local, -zookeeper). -prewarm runs unreported load once before the
+// first run, so that a JVM's JIT has compiled the request path.
+//
+// -failover (with -local or -zookeeper, at least 3 servers) keeps
+// -failover-sessions sessions writing (one setData in flight each),
+// SIGKILLs the leader, and reports the time from the kill to a survivor
+// reporting itself leader (election: Admin.Status or `srvr`, polled every
+// 10 ms), to the first write issued after the kill being acknowledged
+// (recovery), and to every writer having had one acknowledged (all-ok), and
+// how many writes failed between the kill and recovery. The killed server is
+// restarted and caught up before the next round.
+//
+// Every loop is bounded by time: a run lasts warmup + duration plus at most
+// -op-timeout for stragglers, and a failover round at most
+// -failover-timeout plus the restart.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	cfg, err := parseConfig(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "coordbench:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	logger := slog.New(slog.DiscardHandler)
+	if cfg.verbose {
+		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	var jsonOut io.Writer
+	switch cfg.jsonPath {
+	case "":
+	case "-":
+		jsonOut = stdout
+	default:
+		f, err := os.Create(cfg.jsonPath)
+		if err != nil {
+			fmt.Fprintln(stderr, "coordbench:", err)
+			return 1
+		}
+		defer f.Close()
+		jsonOut = f
+	}
+	emit := func(v any) {
+		if jsonOut == nil {
+			return
+		}
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(jsonOut, "%s\n", b)
+	}
+	fail := func(err error) int {
+		if ctx.Err() != nil {
+			fmt.Fprintln(stderr, "coordbench: interrupted")
+			return 130
+		}
+		fmt.Fprintln(stderr, "coordbench:", err)
+		return 1
+	}
+
+	servers := cfg.servers
+	var ens ensemble
+	var b *bench
+	if cfg.local > 0 || cfg.zookeeper > 0 {
+		dir, err := os.MkdirTemp("", "coordbench-")
+		if err != nil {
+			return fail(err)
+		}
+		keep := cfg.keep
+		defer func() {
+			if b != nil && b.trouble {
+				keep = true // the servers' logs say what happened
+			}
+			if ens != nil {
+				ens.stop()
+				if exits := ens.unexpectedExits(); len(exits) > 0 {
+					keep = true
+					for _, e := range exits {
+						fmt.Fprintln(stderr, "coordbench: warning:", e)
+					}
+					if code == 0 {
+						code = 1
+					}
+				}
+			}
+			if keep || (code != 0 && code != 130) {
+				fmt.Fprintf(stderr, "coordbench: cluster directory (data and server logs) kept in %s\n", dir)
+			} else {
+				os.RemoveAll(dir)
+			}
+		}()
+		t := time.Now()
+		if cfg.local > 0 {
+			bin := cfg.coordBin
+			if bin == "" {
+				fmt.Fprintln(stderr, "# building ./cmd/coord")
+				if bin, err = buildCoord(ctx, dir); err != nil {
+					return fail(err)
+				}
+			}
+			cl, err := startCluster(ctx, bin, dir, cfg.srvLog, strings.Fields(cfg.srvFlags), cfg.local, cfg.basePort, stderr)
+			if err != nil {
+				return fail(err)
+			}
+			ens = cl
+			servers = cl.grpcAddrs()
+			if cfg.protocol == "zk" {
+				if servers = cl.zkAddrs(); servers == nil {
+					return fail(fmt.Errorf("-protocol zk: %s has no -zk-addr flag", bin))
+				}
+			}
+		} else {
+			jvm := append([]string{"-Xmx" + cfg.zkHeap}, strings.Fields(cfg.zkJVMFlags)...)
+			z, err := startZooKeeper(ctx, cfg.zkJava, cfg.zkClasspath, jvm, dir, cfg.srvLog, cfg.zookeeper, cfg.basePort, stderr)
+			if err != nil {
+				return fail(err)
+			}
+			ens = z
+			servers = z.clientAddrs()
+		}
+		leader, err := ens.waitLeader(ctx, 30*time.Second, 0)
+		if err != nil {
+			return fail(err)
+		}
+		kind := "coord servers"
+		if cfg.zookeeper > 0 {
+			kind = "Apache ZooKeeper servers"
+		}
+		fmt.Fprintf(stdout, "# %d %s up in %v, leader %s (%s); a session's first server is the list's i-th mod %d; logs in %s\n",
+			ens.size(), kind, time.Since(t).Round(time.Millisecond), ens.name(leader), servers[leader-1], len(servers), dir)
+	}
+	fmt.Fprintf(stdout, "# coordbench %s: protocol %s, servers %v, GOMAXPROCS %d, %d CPUs, data %d B, %d parents, %d keys, warmup %v, duration %v\n",
+		time.Now().Format(time.RFC3339), cfg.protocol, servers, runtime.GOMAXPROCS(0), runtime.NumCPU(), cfg.dataSize, cfg.parents, cfg.keys, cfg.warmup, cfg.duration)
+
+	b = newBench(cfg, servers, ens, logger)
+	if err := b.prepare(ctx, stdout); err != nil {
+		return fail(err)
+	}
+	if cfg.prewarm > 0 {
+		if err := b.prewarm(ctx, stdout); err != nil {
+			return fail(err)
+		}
+	}
+	checkExits := func() error {
+		if ens != nil {
+			if exits := ens.unexpectedExits(); len(exits) > 0 {
+				return fmt.Errorf("server exited during the run: %v", exits)
+			}
+		}
+		return nil
+	}
+	header := ""
+	for _, r := range cfg.runs {
+		if r.workload == "watch" {
+			if header != "watch" {
+				printWatchHeader(stdout)
+				header = "watch"
+			}
+			res, err := b.runWatch(ctx, r.sessions)
+			if err != nil {
+				return fail(fmt.Errorf("watch with %d watchers: %w", r.sessions, err))
+			}
+			printWatch(stdout, res)
+			emit(struct {
+				Type string `json:"type"`
+				watchResult
+			}{"watch", res})
+		} else {
+			if header != "run" {
+				printRunHeader(stdout)
+				header = "run"
+			}
+			res, err := b.runOne(ctx, r.workload, r.sessions, r.inflight)
+			if err != nil {
+				return fail(fmt.Errorf("%s with %d sessions × %d: %w", r.workload, r.sessions, r.inflight, err))
+			}
+			printRun(stdout, res)
+			emit(struct {
+				Type string `json:"type"`
+				runResult
+			}{"run", res})
+		}
+		if err := checkExits(); err != nil {
+			return fail(err)
+		}
+	}
+	if cfg.failover {
+		fmt.Fprintf(stdout, "# failover: %d sessions writing, SIGKILL of the leader, %d rounds\n", cfg.failoverSessions, cfg.failoverRounds)
+		rounds, err := b.runFailover(ctx, stdout, emit)
+		if len(rounds) > 0 {
+			printFailoverSummary(stdout, rounds)
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
+	return 0
+}
