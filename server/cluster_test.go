@@ -249,8 +249,14 @@ func TestWatchOrderingAndFIFO(t *testing.T) {
 	// change's event must come before the response that shows it.
 	changes := 0
 	for changes < 20 {
-		reg := mustOK(t, reader.get("/w", true)).GetGetData().Data
+		// The last watch fired once and is gone: an event arriving before
+		// the registering read's answer would be the new watch's, fired
+		// ahead of the response that set it.
 		reader.events = reader.events[:0]
+		reg := mustOK(t, reader.get("/w", true)).GetGetData().Data
+		if len(reader.events) != 0 {
+			t.Fatalf("event %+v arrived before the read (%q) that set its watch", reader.events[0], reg)
+		}
 		for {
 			r := mustOK(t, reader.get("/w", false))
 			if string(r.GetGetData().Data) == string(reg) {

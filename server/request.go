@@ -39,9 +39,7 @@ func (c *conn) handle(req *api.Request) {
 	if sl == nil {
 		return
 	}
-	resp := c.read(req)
-	resp.Xid = req.Xid
-	c.answer(sl, resp, op, start)
+	c.read(sl, req, op, start)
 }
 
 // answer fills a response slot and counts the request.
@@ -170,6 +168,10 @@ func (c *conn) sync(xid int64, path string, start time.Time) {
 		if err != nil {
 			resp = &api.Response{Xid: xid, Err: int32(fsm.ConnectionLoss)}
 		}
+		// Answer under the apply lock, as a read: events of later applies
+		// follow the response.
+		c.s.fsm.mu.RLock()
+		defer c.s.fsm.mu.RUnlock()
 		resp.Zxid = int64(c.s.fsm.fsm.LastZxid())
 		c.answer(sl, resp, "sync", start)
 	}()
@@ -230,9 +232,12 @@ func (c *conn) writeCommand(req *api.Request) (*fsm.Command, bool) {
 }
 
 // read answers a read or watch request from a view taken under the apply
-// lock, registering any watch before releasing it: the read either sees a
-// change or its watch fires for it.
-func (c *conn) read(req *api.Request) *api.Response {
+// lock, registering any watch and queueing the response before releasing
+// it: the read either sees a change, and the change's event was queued
+// before the response, or its watch fires for the change and the event is
+// queued after the response (as ZooKeeper, whose reads never run beside an
+// apply).
+func (c *conn) read(sl *slot, req *api.Request, op string, start time.Time) {
 	s := c.s
 	ids := c.identities()
 	s.fsm.mu.RLock()
@@ -240,7 +245,8 @@ func (c *conn) read(req *api.Request) *api.Response {
 	v := s.fsm.fsm.View()
 	r := c.readOn(v, req, ids)
 	r.Zxid = int64(v.LastZxid())
-	return r
+	r.Xid = req.Xid
+	c.answer(sl, r, op, start)
 }
 
 func (c *conn) readOn(v *fsm.View, req *api.Request, ids []fsm.Id) *api.Response {
