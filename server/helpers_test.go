@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -90,7 +92,7 @@ func (s *rawSession) send(req *api.Request) int64 {
 func (s *rawSession) recv(xid int64) *api.Response {
 	s.t.Helper()
 	for {
-		msg, err := s.stream.Recv()
+		msg, err := s.recvMsg(recvTimeout)
 		if err != nil {
 			s.t.Fatalf("recv: %v", err)
 		}
@@ -147,6 +149,30 @@ func (s *rawSession) sync() *api.Response {
 func (s *rawSession) ping() *api.Response {
 	s.t.Helper()
 	return s.do(&api.Request{Op: &api.Request_Ping{Ping: &api.Ping{}}})
+}
+
+// recvTimeout bounds a wait for the server's answer: a server that never
+// answers fails the test with every goroutine's stack instead of hanging it.
+const recvTimeout = 60 * time.Second
+
+// recvMsg reads the next message from the stream, failing after timeout.
+func (s *rawSession) recvMsg(timeout time.Duration) (*api.ServerMessage, error) {
+	type res struct {
+		msg *api.ServerMessage
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() { m, err := s.stream.Recv(); ch <- res{m, err} }()
+	select {
+	case r := <-ch:
+		return r.msg, r.err
+	case <-time.After(timeout):
+		buf := make([]byte, 1<<22)
+		buf = buf[:runtime.Stack(buf, true)]
+		s.t.Logf("no message from the server within %v; goroutines:\n%s", timeout, buf)
+		s.cancel()
+		return nil, fmt.Errorf("no message within %v", timeout)
+	}
 }
 
 // nextEvent waits for a watch event.

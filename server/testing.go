@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -209,4 +211,34 @@ func (w *tbWriter) Write(p []byte) (int, error) {
 		w.tb.Log(string(p))
 	}
 	return len(p), nil
+}
+
+// RunWithWatchdog runs a package's tests (from TestMain) and, if they are
+// still running after limit, prints the goroutines that are in this
+// module's code (the hung test's among them) in a compact form and exits:
+// a hang then shows where it is in the last lines of the output instead of
+// in the middle of go test's full dump.
+func RunWithWatchdog(m *testing.M, limit time.Duration) int {
+	t := time.AfterFunc(limit, func() {
+		buf := make([]byte, 64<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		var b strings.Builder
+		fmt.Fprintf(&b, "watchdog: tests still running after %v; goroutines in coord code:\n", limit)
+		for _, g := range strings.Split(string(buf), "\n\n") {
+			if !strings.Contains(g, "coord/") {
+				continue
+			}
+			lines := strings.Split(g, "\n")
+			b.WriteString(lines[0] + "\n")
+			for _, l := range lines[1:] {
+				if strings.HasPrefix(l, "coord/") || strings.HasPrefix(l, "\t") && strings.Contains(l, "/coord/") {
+					b.WriteString("  " + strings.TrimSpace(l) + "\n")
+				}
+			}
+		}
+		os.Stderr.WriteString(b.String())
+		os.Exit(3)
+	})
+	defer t.Stop()
+	return m.Run()
 }
