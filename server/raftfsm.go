@@ -99,19 +99,25 @@ func (r *raftFSM) Apply(l *raft.Log) interface{} { return r.ApplyBatch([]*raft.L
 // ApplyBatch implements raft.BatchingFSM.
 func (r *raftFSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	out := make([]interface{}, len(logs))
+	foreign := false
 	r.mu.Lock()
 	for _, l := range logs {
 		if l.Type == raft.LogCommand {
-			r.applyCommand(l)
+			foreign = !r.applyCommand(l) || foreign
 		}
 		r.applied.Store(l.Index)
 	}
 	r.mu.Unlock()
 	r.signalApplied()
+	if foreign {
+		r.s.nudge.wanted()
+	}
 	return out
 }
 
-func (r *raftFSM) applyCommand(l *raft.Log) {
+// applyCommand applies one command entry and reports whether this server
+// proposed it.
+func (r *raftFSM) applyCommand(l *raft.Log) bool {
 	origin, seq, data, err := decodeEntry(l.Data)
 	var cmd *fsm.Command
 	if err == nil {
@@ -126,7 +132,9 @@ func (r *raftFSM) applyCommand(l *raft.Log) {
 	r.s.afterApply(cmd, res, triggers)
 	if origin == r.s.cfg.ID {
 		r.complete(seq, applyResult{res: res, index: l.Index})
+		return true
 	}
+	return false
 }
 
 // Snapshot implements raft.FSM. raft calls it between applies, so the view

@@ -31,6 +31,7 @@ type Server struct {
 	clock session.Clock
 
 	fsm       *raftFSM
+	nudge     nudger
 	raft      *raft.Raft
 	transport *raft.NetworkTransport
 	store     *raftboltdb.BoltStore
@@ -229,6 +230,7 @@ func (s *Server) startRaft() error {
 		return fmt.Errorf("server: starting raft: %w", err)
 	}
 	s.raft, s.store, s.transport = r, store, trans
+	s.nudge.raft.Store(r)
 	return nil
 }
 
