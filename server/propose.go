@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"sync"
@@ -15,7 +14,6 @@ import (
 
 	"coord/api"
 	"coord/fsm"
-	"coord/session"
 )
 
 // errDiskFull: the data directory is below Config.MinFreeDisk.
@@ -48,16 +46,11 @@ func (s *Server) submit(cmd *fsm.Command, done func(applyResult)) {
 		return
 	}
 	if s.raft.State() == raft.Leader {
-		fut, err := s.applyAsLeader(s.cfg.ID, seq, cmd)
-		if err != nil {
-			fail(err)
-			return
-		}
-		go func() {
-			if err := fut.Error(); err != nil {
+		s.prop.propose(s.cfg.ID, seq, cmd, func(err error, _ uint64) {
+			if err != nil {
 				fail(err)
 			}
-		}()
+		})
 		return
 	}
 	s.fwd.send(seq, cmd, fail)
@@ -73,20 +66,6 @@ func (s *Server) propose(ctx context.Context, cmd *fsm.Command) (applyResult, er
 	case <-ctx.Done():
 		return applyResult{}, ctx.Err()
 	}
-}
-
-// applyAsLeader stamps cmd with the leader's time (and a new session's
-// password) and appends it to the log.
-func (s *Server) applyAsLeader(origin string, seq uint64, cmd *fsm.Command) (raft.ApplyFuture, error) {
-	cmd.Time = s.clock.Now().UnixMilli()
-	if cmd.Type == fsm.CmdCreateSession {
-		pw, err := session.GeneratePassword(rand.Reader)
-		if err != nil {
-			return nil, err
-		}
-		cmd.Password = pw
-	}
-	return s.raft.ApplyLog(raft.Log{Data: encodeEntry(origin, seq, cmd.Encode(nil))}, 0), nil
 }
 
 // leaderMember returns the current leader's addresses, waiting for a
@@ -150,16 +129,11 @@ func (f *forwarder) send(seq uint64, cmd *fsm.Command, fail func(error)) {
 	if err := f.connectLocked(); err != nil {
 		if errors.Is(err, errSelfLeader) {
 			// This server took over while the write waited: append it here.
-			fut, err := f.s.applyAsLeader(f.s.cfg.ID, seq, cmd)
-			if err != nil {
-				fail(err)
-				return
-			}
-			go func() {
-				if err := fut.Error(); err != nil {
+			f.s.prop.propose(f.s.cfg.ID, seq, cmd, func(err error, _ uint64) {
+				if err != nil {
 					fail(err)
 				}
-			}()
+			})
 			return
 		}
 		fail(err)
@@ -294,25 +268,25 @@ func (i *internalService) Forward(stream api.Internal_ForwardServer) error {
 	if err := stream.SendHeader(metadata.MD{}); err != nil {
 		return err
 	}
+	// pending is a forwarded write's outcome on this leader: done closes
+	// once err and index are set.
 	type pending struct {
-		seq uint64
-		fut raft.ApplyFuture
-		err error
+		seq   uint64
+		done  chan struct{}
+		err   error
+		index uint64
 	}
-	queue := make(chan pending, 4096)
+	queue := make(chan *pending, 4096)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for p := range queue {
+			<-p.done
 			resp := &api.ForwardResponse{Seq: p.seq}
-			err := p.err
-			if err == nil {
-				err = p.fut.Error()
-			}
-			if err != nil {
-				resp.Error = err.Error()
+			if p.err != nil {
+				resp.Error = p.err.Error()
 			} else {
-				resp.Index = p.fut.Index()
+				resp.Index = p.index
 			}
 			if stream.Send(resp) != nil {
 				for range queue { // drain so the reader never blocks
@@ -327,7 +301,7 @@ func (i *internalService) Forward(stream api.Internal_ForwardServer) error {
 		if err != nil {
 			return nil
 		}
-		p := pending{seq: req.Seq}
+		p := &pending{seq: req.Seq, done: make(chan struct{})}
 		cmd, err := fsm.DecodeCommand(req.Command)
 		switch {
 		case err != nil:
@@ -336,8 +310,14 @@ func (i *internalService) Forward(stream api.Internal_ForwardServer) error {
 			p.err = raft.ErrNotLeader
 		case s.diskLow.Load() && cmd.Type != fsm.CmdCloseSession:
 			p.err = errDiskFull
-		default:
-			p.fut, p.err = s.applyAsLeader(origin, req.Seq, cmd)
+		}
+		if p.err != nil {
+			close(p.done)
+		} else {
+			s.prop.propose(origin, req.Seq, cmd, func(err error, index uint64) {
+				p.err, p.index = err, index
+				close(p.done)
+			})
 		}
 		queue <- p
 	}

@@ -115,26 +115,35 @@ func (r *raftFSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	return out
 }
 
-// applyCommand applies one command entry and reports whether this server
-// proposed it.
+// applyCommand applies the commands of one entry in order and reports
+// whether this server proposed all of them.
 func (r *raftFSM) applyCommand(l *raft.Log) bool {
-	origin, seq, data, err := decodeEntry(l.Data)
-	var cmd *fsm.Command
-	if err == nil {
-		cmd, err = fsm.DecodeCommand(data)
-	}
+	cmds, err := decodeEntry(l.Data)
 	if err != nil {
-		// A server that cannot read the log must not go on and diverge.
-		r.s.log.Error("cannot decode committed log entry; stopping", "index", l.Index, "err", err)
-		panic(fmt.Sprintf("coord: undecodable log entry %d: %v", l.Index, err))
+		r.undecodable(l, err)
 	}
-	res, triggers := r.fsm.Apply(l.Term, cmd)
-	r.s.afterApply(cmd, res, triggers)
-	if origin == r.s.cfg.ID {
-		r.complete(seq, applyResult{res: res, index: l.Index})
-		return true
+	own := true
+	for _, ec := range cmds {
+		cmd, err := fsm.DecodeCommand(ec.cmd)
+		if err != nil {
+			r.undecodable(l, err)
+		}
+		res, triggers := r.fsm.Apply(l.Term, cmd)
+		r.s.afterApply(cmd, res, triggers)
+		if ec.origin == r.s.cfg.ID {
+			r.complete(ec.seq, applyResult{res: res, index: l.Index})
+		} else {
+			own = false
+		}
 	}
-	return false
+	return own
+}
+
+// undecodable stops the server: one that cannot read the log must not go
+// on and diverge.
+func (r *raftFSM) undecodable(l *raft.Log, err error) {
+	r.s.log.Error("cannot decode committed log entry; stopping", "index", l.Index, "err", err)
+	panic(fmt.Sprintf("coord: undecodable log entry %d: %v", l.Index, err))
 }
 
 // Snapshot implements raft.FSM. raft calls it between applies, so the view

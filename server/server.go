@@ -33,6 +33,7 @@ type Server struct {
 
 	fsm       *raftFSM
 	nudge     nudger
+	prop      *proposer
 	raft      *raft.Raft
 	transport *raft.NetworkTransport
 	store     *raftboltdb.BoltStore
@@ -98,6 +99,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.tracker = tracker
 	s.fsm = newRaftFSM(s)
+	s.prop = newProposer(s)
 	s.metrics = newMetrics(s)
 	for _, p := range cfg.Peers {
 		s.members[p.ID] = Member{ID: p.ID, RaftAddr: p.RaftAddr, GRPCAddr: p.GRPCAddr, Observer: p.Observer}
@@ -136,7 +138,8 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.checkDisk()
-	s.wg.Add(3)
+	s.wg.Add(4)
+	go s.prop.run()
 	go s.leaderLoop()
 	go s.touchLoop()
 	go s.diskLoop()
