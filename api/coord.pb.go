@@ -4144,10 +4144,15 @@ func (x *ForwardRequest) GetCommand() []byte {
 }
 
 type ForwardResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
-	Index         uint64                 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"` // raft log index of the committed entry
-	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`  // not leader, shutting down, ...
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Seq   uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Index uint64                 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"` // raft log index of the committed entry
+	Error string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`  // not leader, shutting down, ...
+	// term of the entry at index: a follower whose log holds that entry with
+	// that term holds the leader's log up to it (raft's log matching), all of
+	// it committed, and may apply it without waiting to hear the commit from
+	// raft.
+	Term          uint64 `protobuf:"varint,4,opt,name=term,proto3" json:"term,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4201,6 +4206,13 @@ func (x *ForwardResponse) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *ForwardResponse) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
 }
 
 type TouchRequest struct {
@@ -4736,11 +4748,12 @@ const file_coord_proto_rawDesc = "" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\"<\n" +
 	"\x0eForwardRequest\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x18\n" +
-	"\acommand\x18\x02 \x01(\fR\acommand\"O\n" +
+	"\acommand\x18\x02 \x01(\fR\acommand\"c\n" +
 	"\x0fForwardResponse\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"G\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x12\n" +
+	"\x04term\x18\x04 \x01(\x04R\x04term\"G\n" +
 	"\fTouchRequest\x12\x1a\n" +
 	"\bsessions\x18\x01 \x03(\x03R\bsessions\x12\x1b\n" +
 	"\tserver_id\x18\x02 \x01(\tR\bserverId\")\n" +

@@ -340,3 +340,47 @@ func TestMembershipChanges(t *testing.T) {
 	}
 	c.WaitConverged()
 }
+
+// A follower applies a write it forwarded as soon as the leader answers
+// that it committed, without waiting for raft to tell it (here raft would
+// take a 200 ms commit timeout: nudging is off), and applying the same
+// entries again when raft does tell it changes nothing.
+func TestFollowerAppliesForwardedWritesAtOnce(t *testing.T) {
+	c := &TestCluster{tb: t}
+	for i := 0; i < 3; i++ {
+		cfg := TestConfig(t, fmt.Sprintf("s%d", i+1))
+		cfg.CommitTimeout = cfg.RaftTimeout
+		if i == 0 {
+			cfg.Bootstrap = true
+		} else {
+			first := c.Servers[0]
+			cfg.Peers = []Peer{{ID: first.ID(), RaftAddr: first.RaftAddr(), GRPCAddr: first.GRPCAddr()}}
+		}
+		c.start(cfg)
+	}
+	c.WaitMembers(3, 0)
+	for _, s := range c.Servers {
+		s.nudge.off.Store(true)
+	}
+	li := c.Leader()
+	f := c.Servers[(li+1)%3]
+	s := newSession(t, f.GRPCAddr())
+	mustOK(t, s.create("/fast", "0", fsm.ModePersistent))
+	for i := 1; i <= 30; i++ {
+		mustOK(t, s.set("/fast", fmt.Sprint(i)))
+	}
+	if n := f.fsm.fast.Load(); n == 0 {
+		t.Fatal("the follower applied none of its forwarded writes before raft reported their commit")
+	}
+	// Raft's own apply of the same entries (after a barrier tells every
+	// follower the commit index) leaves every server in one state.
+	if err := c.Servers[li].raft.Barrier(5 * time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitConverged()
+	for _, srv := range c.Servers {
+		if data, _, err := srv.View().GetData("/fast", nil); err != nil || string(data) != "30" {
+			t.Fatalf("%s holds %q (%v)", srv.ID(), data, err)
+		}
+	}
+}

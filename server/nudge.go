@@ -19,6 +19,8 @@ import (
 type nudger struct {
 	raft atomic.Pointer[raft.Raft] // set once raft runs
 
+	off atomic.Bool // tests turn nudging off
+
 	mu      sync.Mutex
 	running bool
 	again   bool
@@ -27,7 +29,7 @@ type nudger struct {
 // wanted asks for a nudge if this server is the leader.
 func (n *nudger) wanted() {
 	r := n.raft.Load()
-	if r == nil || r.State() != raft.Leader {
+	if r == nil || n.off.Load() || r.State() != raft.Leader {
 		return
 	}
 	n.mu.Lock()

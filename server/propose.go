@@ -223,6 +223,11 @@ func (f *forwarder) receive(stream api.Internal_ForwardClient) {
 		if resp.Error != "" && fail != nil {
 			fail(errors.New(resp.Error))
 		}
+		if resp.Error == "" && resp.Term != 0 {
+			// The write committed: apply it now if this log holds it,
+			// rather than when raft next hears from the leader.
+			f.s.fsm.fastApply(f.s.logs, resp.Index, resp.Term)
+		}
 	}
 }
 
@@ -280,6 +285,7 @@ func (i *internalService) Forward(stream api.Internal_ForwardServer) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		var lastIndex, lastTerm uint64 // a batch's commands share an entry
 		for p := range queue {
 			<-p.done
 			resp := &api.ForwardResponse{Seq: p.seq}
@@ -287,6 +293,17 @@ func (i *internalService) Forward(stream api.Internal_ForwardServer) error {
 				resp.Error = p.err.Error()
 			} else {
 				resp.Index = p.index
+				if p.index != lastIndex {
+					var l raft.Log
+					if s.logs.GetLog(p.index, &l) == nil {
+						lastIndex, lastTerm = p.index, l.Term
+					} else {
+						lastIndex, lastTerm = 0, 0
+					}
+				}
+				if p.index == lastIndex {
+					resp.Term = lastTerm
+				}
 			}
 			if stream.Send(resp) != nil {
 				for range queue { // drain so the reader never blocks

@@ -30,6 +30,11 @@ type raftFSM struct {
 	mu      sync.RWMutex
 	applied atomic.Uint64 // raft index of the last entry applied
 
+	// applyMu orders the two ways entries reach the state: raft's apply
+	// and fastApply. Each applies only entries after applied.
+	applyMu sync.Mutex
+	fast    atomic.Uint64 // entries applied by fastApply
+
 	waitMu  sync.Mutex
 	waitCh  chan struct{} // closed and replaced whenever applied moves
 	pending map[uint64]func(applyResult)
@@ -98,21 +103,74 @@ func (r *raftFSM) Apply(l *raft.Log) interface{} { return r.ApplyBatch([]*raft.L
 
 // ApplyBatch implements raft.BatchingFSM.
 func (r *raftFSM) ApplyBatch(logs []*raft.Log) []interface{} {
-	out := make([]interface{}, len(logs))
-	foreign := false
+	r.applyMu.Lock()
+	r.applyLocked(logs)
+	r.applyMu.Unlock()
+	return make([]interface{}, len(logs))
+}
+
+// applyLocked applies the entries after applied (raft's command and
+// configuration entries; others only occupy an index). applyMu is held.
+func (r *raftFSM) applyLocked(logs []*raft.Log) {
+	foreign, any := false, false
 	r.mu.Lock()
 	for _, l := range logs {
-		if l.Type == raft.LogCommand {
+		if l.Index <= r.applied.Load() {
+			continue // fastApply was first
+		}
+		switch l.Type {
+		case raft.LogCommand:
 			foreign = !r.applyCommand(l) || foreign
+		case raft.LogConfiguration:
+		default:
+			continue
 		}
 		r.applied.Store(l.Index)
+		any = true
 	}
 	r.mu.Unlock()
+	if !any {
+		return
+	}
 	r.signalApplied()
 	if foreign {
 		r.s.nudge.wanted()
 	}
-	return out
+}
+
+// fastApply applies this server's log up to index without waiting for raft
+// to learn that it committed: the leader said that the entry at index, of
+// term term, committed. If this server's log holds an entry at index with
+// that term, raft's log matching property makes its log the leader's up to
+// there, so every entry up to index committed and applies here exactly as
+// raft would apply it (raft's later apply of the same entries finds them
+// applied and skips them). Otherwise nothing happens and raft applies the
+// entries when it learns of the commit.
+func (r *raftFSM) fastApply(logs raft.LogStore, index, term uint64) {
+	if index <= r.applied.Load() {
+		return
+	}
+	var last raft.Log
+	if logs.GetLog(index, &last) != nil || last.Term != term {
+		return
+	}
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	from := r.applied.Load() + 1
+	if from > index {
+		return
+	}
+	batch := make([]*raft.Log, 0, index-from+1)
+	for i := from; i < index; i++ {
+		l := new(raft.Log)
+		if logs.GetLog(i, l) != nil {
+			return // compacted or not there: leave it to raft
+		}
+		batch = append(batch, l)
+	}
+	batch = append(batch, &last)
+	r.applyLocked(batch)
+	r.fast.Add(uint64(len(batch)))
 }
 
 // applyCommand applies the commands of one entry in order and reports
@@ -149,6 +207,10 @@ func (r *raftFSM) undecodable(l *raft.Log, err error) {
 // Snapshot implements raft.FSM. raft calls it between applies, so the view
 // and the applied index agree.
 func (r *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
+	// fastApply may be ahead of raft: the snapshot carries the index it
+	// really holds, and a restore skips the entries up to there.
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
 	return &fsmSnapshot{view: r.fsm.View(), index: r.applied.Load()}, nil
 }
 
@@ -160,6 +222,8 @@ func (r *raftFSM) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("server: reading snapshot header: %w", err)
 	}
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
 	r.mu.Lock()
 	err = r.fsm.Restore(br)
 	if err == nil {

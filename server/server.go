@@ -37,6 +37,7 @@ type Server struct {
 	raft      *raft.Raft
 	transport *raft.NetworkTransport
 	store     *raftboltdb.BoltStore
+	logs      raft.LogStore // store behind the cache of recent entries
 	watches   *watch.Registry
 	tracker   *session.Tracker
 
@@ -233,7 +234,7 @@ func (s *Server) startRaft() error {
 		trans.Close()
 		return fmt.Errorf("server: starting raft: %w", err)
 	}
-	s.raft, s.store, s.transport = r, store, trans
+	s.raft, s.store, s.logs, s.transport = r, store, logs, trans
 	s.nudge.raft.Store(r)
 	return nil
 }
