@@ -4215,6 +4215,102 @@ func (x *ForwardResponse) GetTerm() uint64 {
 	return 0
 }
 
+type CommitsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ServerId      string                 `protobuf:"bytes,1,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitsRequest) Reset() {
+	*x = CommitsRequest{}
+	mi := &file_coord_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitsRequest) ProtoMessage() {}
+
+func (x *CommitsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_coord_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitsRequest.ProtoReflect.Descriptor instead.
+func (*CommitsRequest) Descriptor() ([]byte, []int) {
+	return file_coord_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *CommitsRequest) GetServerId() string {
+	if x != nil {
+		return x.ServerId
+	}
+	return ""
+}
+
+type CommitPosition struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Index         uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Term          uint64                 `protobuf:"varint,2,opt,name=term,proto3" json:"term,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitPosition) Reset() {
+	*x = CommitPosition{}
+	mi := &file_coord_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitPosition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitPosition) ProtoMessage() {}
+
+func (x *CommitPosition) ProtoReflect() protoreflect.Message {
+	mi := &file_coord_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitPosition.ProtoReflect.Descriptor instead.
+func (*CommitPosition) Descriptor() ([]byte, []int) {
+	return file_coord_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *CommitPosition) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *CommitPosition) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
+}
+
 type TouchRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Sessions      []int64                `protobuf:"varint,1,rep,packed,name=sessions,proto3" json:"sessions,omitempty"`
@@ -4225,7 +4321,7 @@ type TouchRequest struct {
 
 func (x *TouchRequest) Reset() {
 	*x = TouchRequest{}
-	mi := &file_coord_proto_msgTypes[64]
+	mi := &file_coord_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4237,7 +4333,7 @@ func (x *TouchRequest) String() string {
 func (*TouchRequest) ProtoMessage() {}
 
 func (x *TouchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[64]
+	mi := &file_coord_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4250,7 +4346,7 @@ func (x *TouchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TouchRequest.ProtoReflect.Descriptor instead.
 func (*TouchRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{64}
+	return file_coord_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *TouchRequest) GetSessions() []int64 {
@@ -4276,7 +4372,7 @@ type TouchResponse struct {
 
 func (x *TouchResponse) Reset() {
 	*x = TouchResponse{}
-	mi := &file_coord_proto_msgTypes[65]
+	mi := &file_coord_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4288,7 +4384,7 @@ func (x *TouchResponse) String() string {
 func (*TouchResponse) ProtoMessage() {}
 
 func (x *TouchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[65]
+	mi := &file_coord_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4301,7 +4397,7 @@ func (x *TouchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TouchResponse.ProtoReflect.Descriptor instead.
 func (*TouchResponse) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{65}
+	return file_coord_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *TouchResponse) GetUnknown() []int64 {
@@ -4319,7 +4415,7 @@ type ReadIndexRequest struct {
 
 func (x *ReadIndexRequest) Reset() {
 	*x = ReadIndexRequest{}
-	mi := &file_coord_proto_msgTypes[66]
+	mi := &file_coord_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4331,7 +4427,7 @@ func (x *ReadIndexRequest) String() string {
 func (*ReadIndexRequest) ProtoMessage() {}
 
 func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[66]
+	mi := &file_coord_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4344,7 +4440,7 @@ func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexRequest.ProtoReflect.Descriptor instead.
 func (*ReadIndexRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{66}
+	return file_coord_proto_rawDescGZIP(), []int{68}
 }
 
 type ReadIndexResponse struct {
@@ -4356,7 +4452,7 @@ type ReadIndexResponse struct {
 
 func (x *ReadIndexResponse) Reset() {
 	*x = ReadIndexResponse{}
-	mi := &file_coord_proto_msgTypes[67]
+	mi := &file_coord_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4368,7 +4464,7 @@ func (x *ReadIndexResponse) String() string {
 func (*ReadIndexResponse) ProtoMessage() {}
 
 func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[67]
+	mi := &file_coord_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4381,7 +4477,7 @@ func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexResponse.ProtoReflect.Descriptor instead.
 func (*ReadIndexResponse) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{67}
+	return file_coord_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ReadIndexResponse) GetIndex() uint64 {
@@ -4400,7 +4496,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_coord_proto_msgTypes[68]
+	mi := &file_coord_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4412,7 +4508,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[68]
+	mi := &file_coord_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4425,7 +4521,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{68}
+	return file_coord_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *JoinRequest) GetMember() *Member {
@@ -4444,7 +4540,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_coord_proto_msgTypes[69]
+	mi := &file_coord_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4456,7 +4552,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[69]
+	mi := &file_coord_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4469,7 +4565,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{69}
+	return file_coord_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *JoinResponse) GetMembers() []*Member {
@@ -4753,7 +4849,12 @@ const file_coord_proto_rawDesc = "" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x12\n" +
-	"\x04term\x18\x04 \x01(\x04R\x04term\"G\n" +
+	"\x04term\x18\x04 \x01(\x04R\x04term\"-\n" +
+	"\x0eCommitsRequest\x12\x1b\n" +
+	"\tserver_id\x18\x01 \x01(\tR\bserverId\":\n" +
+	"\x0eCommitPosition\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x12\n" +
+	"\x04term\x18\x02 \x01(\x04R\x04term\"G\n" +
 	"\fTouchRequest\x12\x1a\n" +
 	"\bsessions\x18\x01 \x03(\x03R\bsessions\x12\x1b\n" +
 	"\tserver_id\x18\x02 \x01(\tR\bserverId\")\n" +
@@ -4774,12 +4875,13 @@ const file_coord_proto_rawDesc = "" +
 	"\tAddServer\x12\x1a.coord.v1.AddServerRequest\x1a\x1b.coord.v1.AddServerResponse\x12M\n" +
 	"\fRemoveServer\x12\x1d.coord.v1.RemoveServerRequest\x1a\x1e.coord.v1.RemoveServerResponse\x12_\n" +
 	"\x12TransferLeadership\x12#.coord.v1.TransferLeadershipRequest\x1a$.coord.v1.TransferLeadershipResponse\x12A\n" +
-	"\bSnapshot\x12\x19.coord.v1.SnapshotRequest\x1a\x1a.coord.v1.SnapshotResponse2\x85\x02\n" +
+	"\bSnapshot\x12\x19.coord.v1.SnapshotRequest\x1a\x1a.coord.v1.SnapshotResponse2\xc6\x02\n" +
 	"\bInternal\x12B\n" +
 	"\aForward\x12\x18.coord.v1.ForwardRequest\x1a\x19.coord.v1.ForwardResponse(\x010\x01\x128\n" +
 	"\x05Touch\x12\x16.coord.v1.TouchRequest\x1a\x17.coord.v1.TouchResponse\x12D\n" +
 	"\tReadIndex\x12\x1a.coord.v1.ReadIndexRequest\x1a\x1b.coord.v1.ReadIndexResponse\x125\n" +
-	"\x04Join\x12\x15.coord.v1.JoinRequest\x1a\x16.coord.v1.JoinResponseB\vZ\tcoord/apib\x06proto3"
+	"\x04Join\x12\x15.coord.v1.JoinRequest\x1a\x16.coord.v1.JoinResponse\x12?\n" +
+	"\aCommits\x12\x18.coord.v1.CommitsRequest\x1a\x18.coord.v1.CommitPosition0\x01B\vZ\tcoord/apib\x06proto3"
 
 var (
 	file_coord_proto_rawDescOnce sync.Once
@@ -4793,7 +4895,7 @@ func file_coord_proto_rawDescGZIP() []byte {
 	return file_coord_proto_rawDescData
 }
 
-var file_coord_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
+var file_coord_proto_msgTypes = make([]protoimpl.MessageInfo, 72)
 var file_coord_proto_goTypes = []any{
 	(*ClientMessage)(nil),               // 0: coord.v1.ClientMessage
 	(*ServerMessage)(nil),               // 1: coord.v1.ServerMessage
@@ -4859,12 +4961,14 @@ var file_coord_proto_goTypes = []any{
 	(*SnapshotResponse)(nil),            // 61: coord.v1.SnapshotResponse
 	(*ForwardRequest)(nil),              // 62: coord.v1.ForwardRequest
 	(*ForwardResponse)(nil),             // 63: coord.v1.ForwardResponse
-	(*TouchRequest)(nil),                // 64: coord.v1.TouchRequest
-	(*TouchResponse)(nil),               // 65: coord.v1.TouchResponse
-	(*ReadIndexRequest)(nil),            // 66: coord.v1.ReadIndexRequest
-	(*ReadIndexResponse)(nil),           // 67: coord.v1.ReadIndexResponse
-	(*JoinRequest)(nil),                 // 68: coord.v1.JoinRequest
-	(*JoinResponse)(nil),                // 69: coord.v1.JoinResponse
+	(*CommitsRequest)(nil),              // 64: coord.v1.CommitsRequest
+	(*CommitPosition)(nil),              // 65: coord.v1.CommitPosition
+	(*TouchRequest)(nil),                // 66: coord.v1.TouchRequest
+	(*TouchResponse)(nil),               // 67: coord.v1.TouchResponse
+	(*ReadIndexRequest)(nil),            // 68: coord.v1.ReadIndexRequest
+	(*ReadIndexResponse)(nil),           // 69: coord.v1.ReadIndexResponse
+	(*JoinRequest)(nil),                 // 70: coord.v1.JoinRequest
+	(*JoinResponse)(nil),                // 71: coord.v1.JoinResponse
 }
 var file_coord_proto_depIdxs = []int32{
 	2,  // 0: coord.v1.ClientMessage.connect:type_name -> coord.v1.ConnectRequest
@@ -4940,22 +5044,24 @@ var file_coord_proto_depIdxs = []int32{
 	58, // 70: coord.v1.Admin.TransferLeadership:input_type -> coord.v1.TransferLeadershipRequest
 	60, // 71: coord.v1.Admin.Snapshot:input_type -> coord.v1.SnapshotRequest
 	62, // 72: coord.v1.Internal.Forward:input_type -> coord.v1.ForwardRequest
-	64, // 73: coord.v1.Internal.Touch:input_type -> coord.v1.TouchRequest
-	66, // 74: coord.v1.Internal.ReadIndex:input_type -> coord.v1.ReadIndexRequest
-	68, // 75: coord.v1.Internal.Join:input_type -> coord.v1.JoinRequest
-	1,  // 76: coord.v1.Coord.Session:output_type -> coord.v1.ServerMessage
-	50, // 77: coord.v1.Admin.Status:output_type -> coord.v1.StatusResponse
-	53, // 78: coord.v1.Admin.Members:output_type -> coord.v1.MembersResponse
-	55, // 79: coord.v1.Admin.AddServer:output_type -> coord.v1.AddServerResponse
-	57, // 80: coord.v1.Admin.RemoveServer:output_type -> coord.v1.RemoveServerResponse
-	59, // 81: coord.v1.Admin.TransferLeadership:output_type -> coord.v1.TransferLeadershipResponse
-	61, // 82: coord.v1.Admin.Snapshot:output_type -> coord.v1.SnapshotResponse
-	63, // 83: coord.v1.Internal.Forward:output_type -> coord.v1.ForwardResponse
-	65, // 84: coord.v1.Internal.Touch:output_type -> coord.v1.TouchResponse
-	67, // 85: coord.v1.Internal.ReadIndex:output_type -> coord.v1.ReadIndexResponse
-	69, // 86: coord.v1.Internal.Join:output_type -> coord.v1.JoinResponse
-	76, // [76:87] is the sub-list for method output_type
-	65, // [65:76] is the sub-list for method input_type
+	66, // 73: coord.v1.Internal.Touch:input_type -> coord.v1.TouchRequest
+	68, // 74: coord.v1.Internal.ReadIndex:input_type -> coord.v1.ReadIndexRequest
+	70, // 75: coord.v1.Internal.Join:input_type -> coord.v1.JoinRequest
+	64, // 76: coord.v1.Internal.Commits:input_type -> coord.v1.CommitsRequest
+	1,  // 77: coord.v1.Coord.Session:output_type -> coord.v1.ServerMessage
+	50, // 78: coord.v1.Admin.Status:output_type -> coord.v1.StatusResponse
+	53, // 79: coord.v1.Admin.Members:output_type -> coord.v1.MembersResponse
+	55, // 80: coord.v1.Admin.AddServer:output_type -> coord.v1.AddServerResponse
+	57, // 81: coord.v1.Admin.RemoveServer:output_type -> coord.v1.RemoveServerResponse
+	59, // 82: coord.v1.Admin.TransferLeadership:output_type -> coord.v1.TransferLeadershipResponse
+	61, // 83: coord.v1.Admin.Snapshot:output_type -> coord.v1.SnapshotResponse
+	63, // 84: coord.v1.Internal.Forward:output_type -> coord.v1.ForwardResponse
+	67, // 85: coord.v1.Internal.Touch:output_type -> coord.v1.TouchResponse
+	69, // 86: coord.v1.Internal.ReadIndex:output_type -> coord.v1.ReadIndexResponse
+	71, // 87: coord.v1.Internal.Join:output_type -> coord.v1.JoinResponse
+	65, // 88: coord.v1.Internal.Commits:output_type -> coord.v1.CommitPosition
+	77, // [77:89] is the sub-list for method output_type
+	65, // [65:77] is the sub-list for method input_type
 	65, // [65:65] is the sub-list for extension type_name
 	65, // [65:65] is the sub-list for extension extendee
 	0,  // [0:65] is the sub-list for field type_name
@@ -5028,7 +5134,7 @@ func file_coord_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_coord_proto_rawDesc), len(file_coord_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   70,
+			NumMessages:   72,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -429,6 +429,7 @@ const (
 	Internal_Touch_FullMethodName     = "/coord.v1.Internal/Touch"
 	Internal_ReadIndex_FullMethodName = "/coord.v1.Internal/ReadIndex"
 	Internal_Join_FullMethodName      = "/coord.v1.Internal/Join"
+	Internal_Commits_FullMethodName   = "/coord.v1.Internal/Commits"
 )
 
 // InternalClient is the client API for Internal service.
@@ -448,6 +449,13 @@ type InternalClient interface {
 	// Join asks the cluster to add the calling server; any member passes it
 	// on to the leader.
 	Join(ctx context.Context, in *JoinRequest, opts ...grpc.CallOption) (*JoinResponse, error)
+	// Commits streams the leader's applied position to a follower or
+	// observer as it moves (coalesced: each message is the latest). A server
+	// whose log holds the entry at that index with that term holds the
+	// leader's log up to there, all of it committed (raft's log matching),
+	// and applies it at once instead of waiting for raft's next
+	// AppendEntries to tell it of the commit.
+	Commits(ctx context.Context, in *CommitsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CommitPosition], error)
 }
 
 type internalClient struct {
@@ -501,6 +509,25 @@ func (c *internalClient) Join(ctx context.Context, in *JoinRequest, opts ...grpc
 	return out, nil
 }
 
+func (c *internalClient) Commits(ctx context.Context, in *CommitsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CommitPosition], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Internal_ServiceDesc.Streams[1], Internal_Commits_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[CommitsRequest, CommitPosition]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Internal_CommitsClient = grpc.ServerStreamingClient[CommitPosition]
+
 // InternalServer is the server API for Internal service.
 // All implementations must embed UnimplementedInternalServer
 // for forward compatibility.
@@ -518,6 +545,13 @@ type InternalServer interface {
 	// Join asks the cluster to add the calling server; any member passes it
 	// on to the leader.
 	Join(context.Context, *JoinRequest) (*JoinResponse, error)
+	// Commits streams the leader's applied position to a follower or
+	// observer as it moves (coalesced: each message is the latest). A server
+	// whose log holds the entry at that index with that term holds the
+	// leader's log up to there, all of it committed (raft's log matching),
+	// and applies it at once instead of waiting for raft's next
+	// AppendEntries to tell it of the commit.
+	Commits(*CommitsRequest, grpc.ServerStreamingServer[CommitPosition]) error
 	mustEmbedUnimplementedInternalServer()
 }
 
@@ -539,6 +573,9 @@ func (UnimplementedInternalServer) ReadIndex(context.Context, *ReadIndexRequest)
 }
 func (UnimplementedInternalServer) Join(context.Context, *JoinRequest) (*JoinResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Join not implemented")
+}
+func (UnimplementedInternalServer) Commits(*CommitsRequest, grpc.ServerStreamingServer[CommitPosition]) error {
+	return status.Error(codes.Unimplemented, "method Commits not implemented")
 }
 func (UnimplementedInternalServer) mustEmbedUnimplementedInternalServer() {}
 func (UnimplementedInternalServer) testEmbeddedByValue()                  {}
@@ -622,6 +659,17 @@ func _Internal_Join_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Internal_Commits_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(CommitsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(InternalServer).Commits(m, &grpc.GenericServerStream[CommitsRequest, CommitPosition]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Internal_CommitsServer = grpc.ServerStreamingServer[CommitPosition]
+
 // Internal_ServiceDesc is the grpc.ServiceDesc for Internal service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -648,6 +696,11 @@ var Internal_ServiceDesc = grpc.ServiceDesc{
 			Handler:       _Internal_Forward_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
+		},
+		{
+			StreamName:    "Commits",
+			Handler:       _Internal_Commits_Handler,
+			ServerStreams: true,
 		},
 	},
 	Metadata: "coord.proto",

@@ -226,7 +226,7 @@ func (f *forwarder) receive(stream api.Internal_ForwardClient) {
 		if resp.Error == "" && resp.Term != 0 {
 			// The write committed: apply it now if this log holds it,
 			// rather than when raft next hears from the leader.
-			f.s.fsm.fastApply(f.s.logs, resp.Index, resp.Term)
+			f.s.fsm.learnCommit(position{index: resp.Index, term: resp.Term})
 		}
 	}
 }

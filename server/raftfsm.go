@@ -33,12 +33,23 @@ type raftFSM struct {
 	// applyMu orders the two ways entries reach the state: raft's apply
 	// and fastApply. Each applies only entries after applied.
 	applyMu sync.Mutex
-	fast    atomic.Uint64 // entries applied by fastApply
+	fast    atomic.Uint64            // entries applied by fastApply
+	want    atomic.Pointer[position] // the furthest commit the leader told of
+	// committed is the last entry given to apply (so committed), set
+	// before it applies: the leader's Commits streams send it on at once,
+	// ahead of the responses the apply queues, as ZooKeeper's leader sends
+	// COMMIT before it answers.
+	committed atomic.Pointer[position]
+	commitCh  chan struct{} // closed and replaced whenever committed moves
+	kick      chan struct{} // want moved or the log grew
 
 	waitMu  sync.Mutex
 	waitCh  chan struct{} // closed and replaced whenever applied moves
 	pending map[uint64]func(applyResult)
 }
+
+// position is a log entry's index and term.
+type position struct{ index, term uint64 }
 
 type applyResult struct {
 	res   fsm.Result
@@ -47,7 +58,7 @@ type applyResult struct {
 }
 
 func newRaftFSM(s *Server) *raftFSM {
-	return &raftFSM{s: s, fsm: fsm.New(s.cfg.FSM), waitCh: make(chan struct{}), pending: map[uint64]func(applyResult){}}
+	return &raftFSM{s: s, fsm: fsm.New(s.cfg.FSM), waitCh: make(chan struct{}), commitCh: make(chan struct{}), kick: make(chan struct{}, 1), pending: map[uint64]func(applyResult){}}
 }
 
 // expect registers done to run with the outcome of the entry this server
@@ -91,6 +102,21 @@ func (r *raftFSM) appliedChanged() <-chan struct{} {
 	return r.waitCh
 }
 
+// committedChanged returns a channel closed when committed next moves.
+func (r *raftFSM) committedChanged() <-chan struct{} {
+	r.waitMu.Lock()
+	defer r.waitMu.Unlock()
+	return r.commitCh
+}
+
+func (r *raftFSM) publishCommitted(p position) {
+	r.committed.Store(&p)
+	r.waitMu.Lock()
+	close(r.commitCh)
+	r.commitCh = make(chan struct{})
+	r.waitMu.Unlock()
+}
+
 func (r *raftFSM) signalApplied() {
 	r.waitMu.Lock()
 	close(r.waitCh)
@@ -112,7 +138,17 @@ func (r *raftFSM) ApplyBatch(logs []*raft.Log) []interface{} {
 // applyLocked applies the entries after applied (raft's command and
 // configuration entries; others only occupy an index). applyMu is held.
 func (r *raftFSM) applyLocked(logs []*raft.Log) {
-	foreign, any := false, false
+	for i := len(logs) - 1; i >= 0; i-- {
+		l := logs[i]
+		if l.Index <= r.applied.Load() {
+			break
+		}
+		if l.Type == raft.LogCommand || l.Type == raft.LogConfiguration {
+			r.publishCommitted(position{index: l.Index, term: l.Term})
+			break
+		}
+	}
+	var last *raft.Log
 	r.mu.Lock()
 	for _, l := range logs {
 		if l.Index <= r.applied.Load() {
@@ -120,21 +156,56 @@ func (r *raftFSM) applyLocked(logs []*raft.Log) {
 		}
 		switch l.Type {
 		case raft.LogCommand:
-			foreign = !r.applyCommand(l) || foreign
+			r.applyCommand(l)
 		case raft.LogConfiguration:
 		default:
 			continue
 		}
 		r.applied.Store(l.Index)
-		any = true
+		last = l
 	}
 	r.mu.Unlock()
-	if !any {
-		return
+	if last != nil {
+		r.signalApplied()
 	}
-	r.signalApplied()
-	if foreign {
-		r.s.nudge.wanted()
+}
+
+// learnCommit records that the entry at p committed (the leader applied or
+// is applying it) and has the applier apply up to there as soon as this log
+// holds it.
+func (r *raftFSM) learnCommit(p position) {
+	for {
+		cur := r.want.Load()
+		if cur != nil && cur.index >= p.index {
+			break
+		}
+		if r.want.CompareAndSwap(cur, &p) {
+			break
+		}
+	}
+	r.nudge()
+}
+
+// nudge wakes the applier.
+func (r *raftFSM) nudge() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// runApplier applies learned commits (learnCommit) when they are in this
+// server's log: at once, or when the log next grows.
+func (r *raftFSM) runApplier(logs raft.LogStore, closing <-chan struct{}) {
+	for {
+		select {
+		case <-r.kick:
+		case <-closing:
+			return
+		}
+		if p := r.want.Load(); p != nil && p.index > r.applied.Load() {
+			r.fastApply(logs, p.index, p.term)
+		}
 	}
 }
 
@@ -173,14 +244,12 @@ func (r *raftFSM) fastApply(logs raft.LogStore, index, term uint64) {
 	r.fast.Add(uint64(len(batch)))
 }
 
-// applyCommand applies the commands of one entry in order and reports
-// whether this server proposed all of them.
-func (r *raftFSM) applyCommand(l *raft.Log) bool {
+// applyCommand applies the commands of one entry in order.
+func (r *raftFSM) applyCommand(l *raft.Log) {
 	cmds, err := decodeEntry(l.Data)
 	if err != nil {
 		r.undecodable(l, err)
 	}
-	own := true
 	for _, ec := range cmds {
 		cmd, err := fsm.DecodeCommand(ec.cmd)
 		if err != nil {
@@ -190,11 +259,8 @@ func (r *raftFSM) applyCommand(l *raft.Log) bool {
 		r.s.afterApply(cmd, res, triggers)
 		if ec.origin == r.s.cfg.ID {
 			r.complete(ec.seq, applyResult{res: res, index: l.Index})
-		} else {
-			own = false
 		}
 	}
-	return own
 }
 
 // undecodable stops the server: one that cannot read the log must not go

@@ -32,7 +32,6 @@ type Server struct {
 	clock session.Clock
 
 	fsm       *raftFSM
-	nudge     nudger
 	prop      *proposer
 	raft      *raft.Raft
 	transport *raft.NetworkTransport
@@ -139,8 +138,10 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.checkDisk()
-	s.wg.Add(4)
+	s.wg.Add(6)
 	go s.prop.run()
+	go s.followCommits()
+	go func() { defer s.wg.Done(); s.fsm.runApplier(s.logs, s.closing) }()
 	go s.leaderLoop()
 	go s.touchLoop()
 	go s.diskLoop()
@@ -228,14 +229,13 @@ func (s *Server) startRaft() error {
 		trans.Close()
 		return err
 	}
-	r, err := raft.NewRaft(rc, s.fsm, logs, store, snaps, trans)
+	r, err := raft.NewRaft(rc, s.fsm, kickingLogStore{LogStore: logs, fsm: s.fsm}, store, snaps, trans)
 	if err != nil {
 		store.Close()
 		trans.Close()
 		return fmt.Errorf("server: starting raft: %w", err)
 	}
 	s.raft, s.store, s.logs, s.transport = r, store, logs, trans
-	s.nudge.raft.Store(r)
 	return nil
 }
 
