@@ -79,12 +79,14 @@ func (s *Server) followCommitsOnce() bool {
 	if leaderID == "" || string(leaderID) == s.cfg.ID {
 		return false
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	m, err := s.leaderMember(ctx)
+	lctx, lcancel := context.WithTimeout(context.Background(), s.leaderWait())
+	m, err := s.leaderMember(lctx)
+	lcancel()
 	if err != nil || m.ID != string(leaderID) {
 		return false
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	cc, err := s.peers.get(m.GRPCAddr)
 	if err != nil {
 		return false
