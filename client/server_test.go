@@ -139,12 +139,13 @@ func TestAgainstRealCluster(t *testing.T) {
 	if ev.Server == was || c.SessionID() != id {
 		t.Fatalf("re-attached to %s (was %s), session %#x (was %#x)", ev.Server, was, c.SessionID(), id)
 	}
+	retryUntil := time.Now().Add(30 * time.Second)
 	for { // other may have been on the stopped server too
 		_, err := other.Set(ctx, "/app", []byte("v2"), client.AnyVersion)
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, fsm.ConnectionLoss) {
+		if !errors.Is(err, fsm.ConnectionLoss) || time.Now().After(retryUntil) {
 			t.Fatal(err)
 		}
 	}

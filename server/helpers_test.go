@@ -115,6 +115,31 @@ func (s *rawSession) recv(xid int64) *api.Response {
 	}
 }
 
+// tryDo sends a request and returns its response, or the error that ended
+// the stream, without failing the test (for goroutines other than the
+// test's).
+func (s *rawSession) tryDo(req *api.Request) (*api.Response, error) {
+	s.xid++
+	req.Xid = s.xid
+	if err := s.stream.Send(&api.ClientMessage{Msg: &api.ClientMessage_Request{Request: req}}); err != nil {
+		return nil, err
+	}
+	for {
+		msg, err := s.recvMsg(recvTimeout)
+		if err != nil {
+			return nil, err
+		}
+		if ev := msg.GetEvent(); ev != nil {
+			continue
+		}
+		r := msg.GetResponse()
+		if r.GetXid() != s.xid {
+			return nil, fmt.Errorf("response xid %d, want %d", r.GetXid(), s.xid)
+		}
+		return r, nil
+	}
+}
+
 func (s *rawSession) do(req *api.Request) *api.Response {
 	s.t.Helper()
 	return s.recv(s.send(req))
