@@ -207,9 +207,14 @@ func (t *txn) create(op *Op) (string, Stat, error) {
 		sess.ephemerals.Set(t.g, path, struct{}{})
 		t.s.sessions.Set(t.g, owner, sess)
 	}
+	st := n.stat() // before the quota stats below may rewrite n's data
+	if name == quotaStatNode && strings.HasPrefix(parentPath, quotaPath) {
+		t.quotaStatsCreated(parentPath)
+	}
+	t.quotaChanged(path, int64(len(n.data)), 1)
 	t.fire(path, EventNodeCreated)
 	t.fire(parentPath, EventNodeChildrenChanged)
-	return path, n.stat(), nil
+	return path, st, nil
 }
 
 // deleteTarget checks what delete and deleteContainer check before looking
@@ -282,6 +287,7 @@ func (t *txn) removeNode(path string) {
 		p.pzxid = t.zxid
 	}
 	t.s.nodes--
+	t.quotaChanged(path, -int64(len(n.data)), -1)
 	switch kind, _ := KindOfOwner(n.owner); kind {
 	case OwnerContainer:
 		t.s.containers.Delete(t.g, path)
@@ -324,13 +330,16 @@ func (t *txn) setData(op *Op) (Stat, error) {
 	if op.Version != -1 && op.Version != n.version {
 		return Stat{}, errf(BadVersion, "setData", op.Path)
 	}
+	old := len(n.data)
 	n = t.s.mutLookup(t.g, op.Path)
 	n.data = bytes.Clone(op.Data)
 	n.version = nextVersion(n.version)
 	n.mtime = t.cmd.Time
 	n.mzxid = t.zxid
+	st := n.stat()
+	t.quotaChanged(op.Path, int64(len(n.data)-old), 0)
 	t.fire(op.Path, EventNodeDataChanged)
-	return n.stat(), nil
+	return st, nil
 }
 
 func (t *txn) setACL(op *Op) (Stat, error) {
