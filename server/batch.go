@@ -34,9 +34,13 @@ type proposal struct {
 
 const (
 	// maxEntriesInFlight bounds the proposer's entries appended but not yet
-	// applied here: enough for raft to pipeline storing one entry with
-	// replicating others.
-	maxEntriesInFlight = 4
+	// applied here. One: every entry costs each server a bbolt commit (two
+	// fdatasyncs) and the servers of a cluster on one disk queue behind each
+	// other's, so fewer, larger entries beat pipelining smaller ones (on the
+	// 2-core test machine, 16 sessions × 1 request: about 5,000 setData/s
+	// with one in flight against 3,700-4,600 with two or four; 64 × 8 about the
+	// same; docs/benchmarks.md).
+	maxEntriesInFlight = 1
 	// maxBatchCommands and maxBatchBytes bound an entry (a single command
 	// larger than maxBatchBytes goes alone).
 	maxBatchCommands = 1024
