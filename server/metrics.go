@@ -59,7 +59,7 @@ func newMetrics(s *Server) *metrics {
 		gauge("coord_raft_term", "Current raft term.", func() float64 { return float64(s.raft.CurrentTerm()) }),
 		gauge("coord_raft_commit_index", "Raft commit index as this server knows it.", func() float64 { return float64(s.raft.CommitIndex()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "coord_raft_fast_applied_entries_total",
-			Help: "Log entries this server applied as soon as the leader answered a write it forwarded, before raft reported the commit."},
+			Help: "Log entries this server applied as soon as the leader reported them committed (its Commits stream or its answer to a forwarded write), before raft did."},
 			func() float64 { return float64(s.fsm.fast.Load()) }),
 		gauge("coord_raft_applied_index", "Raft index of the last entry applied here.", func() float64 { return float64(s.fsm.applied.Load()) }),
 	)
