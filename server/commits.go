@@ -133,12 +133,12 @@ type kickingLogStore struct {
 
 func (k kickingLogStore) StoreLog(l *raft.Log) error {
 	err := k.LogStore.StoreLog(l)
-	k.fsm.nudge()
+	k.fsm.wakeApplier()
 	return err
 }
 
 func (k kickingLogStore) StoreLogs(logs []*raft.Log) error {
 	err := k.LogStore.StoreLogs(logs)
-	k.fsm.nudge()
+	k.fsm.wakeApplier()
 	return err
 }

@@ -91,27 +91,36 @@ func (s *rawSession) send(req *api.Request) int64 {
 // recv returns the response to xid, collecting events that come first.
 func (s *rawSession) recv(xid int64) *api.Response {
 	s.t.Helper()
+	r, err := s.tryRecv(xid)
+	if err != nil {
+		s.t.Fatalf("recv: %v", err)
+	}
+	return r
+}
+
+// tryRecv is recv returning what went wrong instead of failing the test.
+func (s *rawSession) tryRecv(xid int64) (*api.Response, error) {
 	for {
 		msg, err := s.recvMsg(recvTimeout)
 		if err != nil {
-			s.t.Fatalf("recv: %v", err)
+			return nil, err
 		}
 		if ev := msg.GetEvent(); ev != nil {
 			s.events = append(s.events, ev)
 			continue
 		}
 		r := msg.GetResponse()
-		if r.Xid != xid {
-			s.t.Fatalf("response xid %d, want %d", r.Xid, xid)
+		if r.GetXid() != xid {
+			return nil, fmt.Errorf("response xid %d, want %d", r.GetXid(), xid)
 		}
 		if r.Err == int32(fsm.ConnectionLoss) {
-			return r // the server gives no zxid with a connection loss
+			return r, nil // the server gives no zxid with a connection loss
 		}
 		if r.Zxid < s.lastZx {
-			s.t.Fatalf("zxid went back from %x to %x", s.lastZx, r.Zxid)
+			return nil, fmt.Errorf("zxid went back from %x to %x", s.lastZx, r.Zxid)
 		}
 		s.lastZx = r.Zxid
-		return r
+		return r, nil
 	}
 }
 
@@ -124,20 +133,7 @@ func (s *rawSession) tryDo(req *api.Request) (*api.Response, error) {
 	if err := s.stream.Send(&api.ClientMessage{Msg: &api.ClientMessage_Request{Request: req}}); err != nil {
 		return nil, err
 	}
-	for {
-		msg, err := s.recvMsg(recvTimeout)
-		if err != nil {
-			return nil, err
-		}
-		if ev := msg.GetEvent(); ev != nil {
-			continue
-		}
-		r := msg.GetResponse()
-		if r.GetXid() != s.xid {
-			return nil, fmt.Errorf("response xid %d, want %d", r.GetXid(), s.xid)
-		}
-		return r, nil
-	}
+	return s.tryRecv(s.xid)
 }
 
 func (s *rawSession) do(req *api.Request) *api.Response {

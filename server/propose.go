@@ -46,14 +46,20 @@ func (s *Server) submit(cmd *fsm.Command, done func(applyResult)) {
 		return
 	}
 	if s.raft.State() == raft.Leader {
-		s.prop.propose(s.cfg.ID, seq, cmd, func(err error, _ uint64) {
-			if err != nil {
-				fail(err)
-			}
-		})
+		s.proposeOwn(seq, cmd, fail)
 		return
 	}
 	s.fwd.send(seq, cmd, fail)
+}
+
+// proposeOwn hands this leader's own command to the proposer; its outcome
+// arrives through apply, so only a failure is reported here.
+func (s *Server) proposeOwn(seq uint64, cmd *fsm.Command, fail func(error)) {
+	s.prop.propose(s.cfg.ID, seq, cmd, func(err error, _ uint64) {
+		if err != nil {
+			fail(err)
+		}
+	})
 }
 
 // propose is submit and wait.
@@ -129,11 +135,7 @@ func (f *forwarder) send(seq uint64, cmd *fsm.Command, fail func(error)) {
 	if err := f.connectLocked(); err != nil {
 		if errors.Is(err, errSelfLeader) {
 			// This server took over while the write waited: append it here.
-			f.s.prop.propose(f.s.cfg.ID, seq, cmd, func(err error, _ uint64) {
-				if err != nil {
-					fail(err)
-				}
-			})
+			f.s.proposeOwn(seq, cmd, fail)
 			return
 		}
 		fail(err)

@@ -183,11 +183,11 @@ func (r *raftFSM) learnCommit(p position) {
 			break
 		}
 	}
-	r.nudge()
+	r.wakeApplier()
 }
 
-// nudge wakes the applier.
-func (r *raftFSM) nudge() {
+// wakeApplier wakes runApplier.
+func (r *raftFSM) wakeApplier() {
 	select {
 	case r.kick <- struct{}{}:
 	default:
