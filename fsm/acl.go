@@ -16,9 +16,10 @@ import (
 // configured super user).
 //
 // Everything here is a pure function of its arguments. Caller identities
-// ([]Id) are the session's authenticated ids; they are used in the order
-// given, so the caller must keep them in a deterministic order (ZooKeeper
-// keeps them in a hash set, so its order is arbitrary).
+// ([]Id) are the session's authenticated ids in the order the session gained
+// them (its "ip" id first, then each id as authentication gave it). ZooKeeper
+// keeps them in a hash set; FixupACL expands "auth" in that set's iteration
+// order, computed from this order (see zkAuthOrder).
 
 const (
 	schemeWorld  = "world"
@@ -135,11 +136,14 @@ func digestOf(userPassword string) string {
 //     occurrence kept in place;
 //   - an empty list is invalid;
 //   - "world" is valid only with id "anyone";
-//   - "auth" is replaced, with its perms, by every authenticated caller id in
-//     ids, in order. Only "digest" ids count as authenticated ("ip" ids are
-//     not, and ZooKeeper has no provider for "super", so it skips those);
-//     with none, the entry is invalid. The expansion is not deduplicated
-//     again, as in ZooKeeper;
+//   - "auth" is replaced, in place and with its perms, by every
+//     authenticated caller id, in the order ZooKeeper iterates the
+//     connection's id set (zkAuthOrder of ids; not the order of ids). Only
+//     "digest" ids count as authenticated ("ip" ids are not, and ZooKeeper
+//     has no provider for "super", so it skips those); with none, the entry
+//     is invalid. The expansion is not deduplicated again, as in ZooKeeper,
+//     so "auth" next to an equal explicit "digest" entry stores it twice;
+//   - otherwise the list keeps the client's order: it is never sorted;
 //   - "digest" ids must split on ':' into exactly two parts the way Java's
 //     String.split does (trailing empty parts dropped), so "u:h", ":h" and
 //     "u:h:" are valid while "u", "u:" and "u:h:x" are not;
@@ -193,6 +197,7 @@ func FixupACL(acl []ACL, ids []Id) ([]ACL, error) {
 		return acl, nil
 	}
 	out := make([]ACL, 0, len(acl))
+	var authIDs []Id
 	for i := range acl {
 		if dup != nil && dup[i] {
 			continue
@@ -201,7 +206,10 @@ func FixupACL(acl []ACL, ids []Id) ([]ACL, error) {
 			out = append(out, acl[i])
 			continue
 		}
-		for _, id := range ids {
+		if authIDs == nil {
+			authIDs = zkAuthOrder(ids)
+		}
+		for _, id := range authIDs {
 			if authenticatedScheme(id.Scheme) {
 				out = append(out, ACL{Perms: acl[i].Perms, ID: id})
 			}

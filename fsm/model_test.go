@@ -327,7 +327,9 @@ func refNextVersion(v int32) int32 {
 }
 
 // refFixupACL is PrepRequestProcessor.fixupACL for world, auth and digest
-// entries (the generator makes no ip entries).
+// entries (the generator makes no ip entries). "auth" expands in the order
+// of ZooKeeper's id set, zkAuthOrder (checked against ZooKeeper itself in
+// TestZKAuthOrder).
 func refFixupACL(acl []ACL, auth []Id) ([]ACL, bool) {
 	if len(acl) == 0 {
 		return nil, false
@@ -345,7 +347,7 @@ func refFixupACL(acl []ACL, auth []Id) ([]ACL, bool) {
 			out = append(out, a)
 		case "auth":
 			n := 0
-			for _, id := range auth {
+			for _, id := range zkAuthOrder(auth) {
 				if id.Scheme == "digest" {
 					out = append(out, ACL{Perms: a.Perms, ID: id})
 					n++

@@ -140,3 +140,94 @@ func TestDigestIdentities(t *testing.T) {
 		c.Close()
 	}
 }
+
+// getACL returns an ACL in the order ZooKeeper stored it: the client's
+// order with exact repeats dropped (the first kept), never sorted, and
+// "auth" expanded in place into the session's digest ids in the iteration
+// order of ZooKeeper's id set (a ConcurrentHashMap: neither the order of
+// addAuth nor a sorted one), with no repeats dropped after the expansion.
+// The expected orders are what ZooKeeper 3.8.0 returned for a client on
+// 127.0.0.1.
+func TestACLOrder(t *testing.T) {
+	cl := newCluster(t, 1)
+	digest := func(p int32, user string, pw string) zk.ACL { return zk.DigestACL(p, user, pw)[0] }
+	users := func(c *client, names string) {
+		for _, u := range strings.Fields(names) {
+			must(t, "auth "+u, c.AddAuth("digest", []byte(u+":pw")))
+		}
+	}
+	expand := func(p int32, names string) []zk.ACL {
+		var out []zk.ACL
+		for _, u := range strings.Fields(names) {
+			out = append(out, digest(p, u, "pw"))
+		}
+		return out
+	}
+	zed, amy := digest(zk.PermAll, "zed", "z"), digest(zk.PermRead|zk.PermWrite, "amy", "a")
+	wr, ww := zk.WorldACL(zk.PermRead)[0], zk.WorldACL(zk.PermWrite)[0]
+	net8 := zk.ACL{Perms: zk.PermRead, Scheme: "ip", ID: "10.0.0.0/8"}
+	host := zk.ACL{Perms: zk.PermRead, Scheme: "ip", ID: "1.2.3.4"}
+	auth := zk.AuthACL(zk.PermAll)[0]
+
+	// plain holds zed's id, so it sees digest hashes unredacted.
+	plain := connect(t, "plain", cl.Addrs(), clientOpts{})
+	must(t, "auth zed", plain.AddAuth("digest", []byte("zed:z")))
+	// seven added seven users; ZooKeeper's set iterates them in another order.
+	seven := connect(t, "seven", cl.Addrs(), clientOpts{})
+	users(seven, "u5 u1 u9 u3 carol alice bob")
+	exp7 := expand(zk.PermAll, "bob u9 u3 carol u5 u1 alice")
+	u1 := digest(zk.PermAll, "u1", "pw")
+	// many added fourteen: the set grew twice on the way.
+	many := connect(t, "many", cl.Addrs(), clientOpts{})
+	users(many, "user07 user03 user12 user01 user14 user09 user05 user11 user02 user08 user13 user04 user10 user06")
+	exp14 := expand(zk.PermAll,
+		"user05 user12 user10 user09 user14 user08 user06 user01 user11 user13 user04 user03 user02 user07")
+
+	check := func(c *client, path string, want []zk.ACL) {
+		t.Helper()
+		acl, _, err := c.GetACL(path)
+		if err != nil || !slices.Equal(acl, want) {
+			t.Errorf("getACL %s = %v, %v\nwant %v", path, acl, err, want)
+		}
+	}
+	create := func(c *client, path string, acl ...zk.ACL) {
+		t.Helper()
+		if _, err := c.Create(path, nil, 0, acl); err != nil {
+			t.Fatalf("create %s %v: %v", path, acl, err)
+		}
+	}
+	setACL := func(c *client, path string, acl ...zk.ACL) {
+		t.Helper()
+		if _, err := c.SetACL(path, acl, -1); err != nil {
+			t.Fatalf("setACL %s %v: %v", path, acl, err)
+		}
+	}
+
+	create(plain, "/unsorted", net8, zed, wr, amy)
+	check(plain, "/unsorted", []zk.ACL{net8, zed, wr, amy})
+	create(plain, "/sorted", amy, net8, wr, zed)
+	check(plain, "/sorted", []zk.ACL{amy, net8, wr, zed})
+	create(plain, "/dups", wr, zed, wr, ww, zed, host, wr)
+	check(plain, "/dups", []zk.ACL{wr, zed, ww, host})
+
+	create(seven, "/auth", wr, auth, host)
+	check(seven, "/auth", slices.Concat([]zk.ACL{wr}, exp7, []zk.ACL{host}))
+	create(seven, "/authdup", auth, u1)
+	check(seven, "/authdup", append(slices.Clone(exp7), u1))
+	create(seven, "/dupauth", u1, auth)
+	check(seven, "/dupauth", append([]zk.ACL{u1}, exp7...))
+	create(seven, "/auth2", zk.AuthACL(zk.PermRead)[0], wr, auth, zk.AuthACL(zk.PermRead)[0])
+	check(seven, "/auth2", slices.Concat(expand(zk.PermRead, "bob u9 u3 carol u5 u1 alice"), []zk.ACL{wr}, exp7))
+	create(many, "/many", auth)
+	check(many, "/many", exp14)
+
+	create(plain, "/set", zk.WorldACL(zk.PermAll)...)
+	setACL(plain, "/set", zed, wr, amy, wr, zed, net8)
+	check(plain, "/set", []zk.ACL{zed, wr, amy, net8})
+	create(seven, "/setauth", zk.WorldACL(zk.PermAll)...)
+	setACL(seven, "/setauth", amy, auth, ww, amy, auth)
+	check(seven, "/setauth", slices.Concat([]zk.ACL{amy}, exp7, []zk.ACL{ww}))
+	create(many, "/setmany", zk.WorldACL(zk.PermAll)...)
+	setACL(many, "/setmany", wr, auth)
+	check(many, "/setmany", append([]zk.ACL{wr}, exp14...))
+}
