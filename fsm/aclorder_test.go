@@ -227,7 +227,7 @@ func checkACLs(t *testing.T, what string, v *View, want map[string][]ACL) {
 
 func TestACLOrderApplySnapshot(t *testing.T) {
 	cmds, want := orderCommands()
-	f := New(DefaultConfig())
+	f := New()
 	for _, c := range cmds {
 		mustApply(t, f, 1, c)
 	}
@@ -253,7 +253,7 @@ func TestACLOrderApplySnapshot(t *testing.T) {
 	}
 
 	// Two replicas replaying the same log agree byte for byte.
-	h := New(DefaultConfig())
+	h := New()
 	for _, c := range cmds {
 		mustApply(t, h, 1, c)
 	}
@@ -261,7 +261,7 @@ func TestACLOrderApplySnapshot(t *testing.T) {
 		t.Error("two FSMs applying the same commands have different digests")
 	}
 	// The same entries in another order give another state.
-	k := New(DefaultConfig())
+	k := New()
 	for _, c := range cmds {
 		if c.Op.Path == "/unsorted" {
 			c.Op.ACL = slices.Clone(c.Op.ACL)
@@ -280,7 +280,7 @@ func TestRestoreKeepsACLOrder(t *testing.T) {
 	zed, wr := acl1(PermAll, "digest", DigestID("zed", "z")), acl1(PermRead, "world", "anyone")
 	s := (&snapBuilder{}).header(1, 2, 1, 2, 0).acl(OpenACLUnsafe...).node("", 0, snapFields{}, nil, 1)
 	s.acl(zed, wr).node("n", 1, snapFields{2, 2, 2}, nil, 0).end()
-	g := New(DefaultConfig())
+	g := New()
 	if err := g.Restore(bytes.NewReader(snapFrame(s.b))); err != nil {
 		t.Fatal(err)
 	}

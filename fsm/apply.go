@@ -145,8 +145,6 @@ func (t *txn) create(op *Op) (string, Stat, error) {
 		return fail(BadArguments, op.Path)
 	case mode.IsEphemeral() && t.cmd.Session == 0:
 		return fail(BadArguments, op.Path)
-	case len(op.Data) > t.f.cfg.MaxDataBytes:
-		return fail(BadArguments, op.Path)
 	case strings.IndexByte(op.Path, '/') < 0 || strings.IndexByte(op.Path, 0) >= 0:
 		return fail(BadArguments, op.Path)
 	}
@@ -315,9 +313,6 @@ func nextVersion(v int32) int32 {
 
 func (t *txn) setData(op *Op) (Stat, error) {
 	if err := ValidatePath(op.Path); err != nil {
-		return Stat{}, errf(BadArguments, "setData", op.Path)
-	}
-	if len(op.Data) > t.f.cfg.MaxDataBytes {
 		return Stat{}, errf(BadArguments, "setData", op.Path)
 	}
 	n := t.s.lookup(op.Path)

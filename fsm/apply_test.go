@@ -25,6 +25,10 @@ import (
 	"coord/zxid"
 )
 
+// oneMiB is ZooKeeper's default jute.maxbuffer, the data size tests use
+// for "large".
+const oneMiB = 1 << 20
+
 // apT0 is the leader's clock at the first fixture command (ms).
 const apT0 = int64(1_700_000_000_000)
 
@@ -57,7 +61,7 @@ type apEntry struct {
 }
 
 func newApRig(t *testing.T) *apRig {
-	return &apRig{t: t, f: New(DefaultConfig()), term: 1, now: apT0}
+	return &apRig{t: t, f: New(), term: 1, now: apT0}
 }
 
 // apply applies c in the rig's current term and checks that it consumed
@@ -110,7 +114,7 @@ func (r *apRig) zxid() int64 { return int64(zxid.New(r.epoch, r.counter)) }
 // must leave exactly that state behind.
 func (r *apRig) twinDigest() [32]byte {
 	r.t.Helper()
-	f := New(DefaultConfig())
+	f := New()
 	for i, e := range r.log {
 		c := e.cmd
 		if i == len(r.log)-1 {
@@ -352,7 +356,7 @@ func TestApplyZxidEveryCommand(t *testing.T) {
 func TestApplyZxidCounterOverflowStartsEpoch(t *testing.T) {
 	// ZooKeeper forces an election when the counter would wrap
 	// (ZOOKEEPER-2789); coord starts a new epoch inside apply.
-	f := New(DefaultConfig())
+	f := New()
 	f.s.clock = zxid.Clock{Epoch: 5, Counter: zxid.MaxCounter - 1, LastTerm: 9}
 	for _, want := range []zxid.Zxid{zxid.New(5, zxid.MaxCounter), zxid.New(6, 1), zxid.New(6, 2)} {
 		res, _ := f.Apply(9, &Command{Type: CmdCheck, Op: Op{Type: CmdCheck, Path: "/", Version: -1}})
@@ -375,7 +379,7 @@ func TestApplyUnknownCommandType(t *testing.T) {
 }
 
 func TestApplyEntry(t *testing.T) {
-	f := New(DefaultConfig())
+	f := New()
 	c := apCreate("/x", "d", ModePersistent)
 	c.Time = apT0
 	res, trig, err := f.ApplyEntry(1, c.Encode(nil))
@@ -585,7 +589,8 @@ func TestApplyCreate(t *testing.T) {
 			path: "/n", stat: fresh(0, 0), acl: []ACL{OpenACLUnsafe[0], {Perms: PermRead, ID: apAlice}}},
 		{name: "ip ACL", cmd: apCreateACL("/n", apACL(PermAll, "ip", "127.0.0.1")), path: "/n", stat: fresh(0, 0),
 			acl: []ACL{apACL(PermAll, "ip", "127.0.0.1")}},
-		// coord: a znode may hold exactly MaxDataBytes; ZooKeeper refuses a
+		// coord: a znode may hold exactly 1 MiB (servers refuse more before
+		// the log, as Config.MaxDataBytes); ZooKeeper refuses a
 		// packet longer than jute.maxbuffer (1 MiB - 1) by dropping the
 		// connection, so it never stores a full MiB.
 		{name: "exactly 1 MiB of data", cmd: apCreate("/n", strings.Repeat("x", 1<<20), ModePersistent), path: "/n", stat: fresh(1<<20, 0)},
@@ -706,29 +711,70 @@ func TestApplyCreateErrors(t *testing.T) {
 		// (session 0) cannot own one.
 		{"ephemeral without session", apCreate("/x", "", ModeEphemeral), BadArguments},
 		{"ephemeral sequential without session", apCreate("/x-", "", ModeEphemeralSequential), BadArguments},
-		// coord: oversize data is BadArguments (ZooKeeper drops the connection).
-		{"data over 1 MiB", apCreate("/x", strings.Repeat("x", 1<<20+1), ModePersistent), BadArguments},
-		{"data over 1 MiB, missing parent", apCreate("/nope/x", strings.Repeat("x", 1<<20+1), ModePersistent), BadArguments},
 	})
 }
 
-func TestApplyCreateDataLimitFromConfig(t *testing.T) {
-	f := New(Config{MaxDataBytes: 4})
-	if res, _ := f.Apply(1, &Command{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/a", Data: []byte("1234"), ACL: OpenACLUnsafe}}); res.Err != nil {
-		t.Fatalf("4 bytes: %v", res.Err)
+// Apply has no data size limit: it is a server's setting, checked before
+// the log, and apply depends only on the log (invariant 9). Two state
+// machines given the same commands reach the same state whatever each
+// server's limit is.
+func TestApplyHasNoDataSizeLimit(t *testing.T) {
+	big := []byte(strings.Repeat("x", oneMiB+1))
+	a, b := New(), New()
+	for _, f := range []*FSM{a, b} {
+		if res, _ := f.Apply(1, &Command{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/a", Data: big, ACL: OpenACLUnsafe}}); res.Err != nil {
+			t.Fatalf("create with 1 MiB + 1: %v", res.Err)
+		}
+		if res, _ := f.Apply(1, &Command{Type: CmdSetData, Op: Op{Type: CmdSetData, Path: "/a", Data: append(big, 'y'), Version: -1}}); res.Err != nil {
+			t.Fatalf("setData with 1 MiB + 2: %v", res.Err)
+		}
 	}
-	res, _ := f.Apply(1, &Command{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/b", Data: []byte("12345"), ACL: OpenACLUnsafe}})
-	apCode(t, "create 5 bytes", res.Err, BadArguments)
-	res, _ = f.Apply(1, &Command{Type: CmdSetData, Op: Op{Type: CmdSetData, Path: "/a", Data: []byte("12345"), Version: -1}})
-	apCode(t, "setData 5 bytes", res.Err, BadArguments)
-	if err := (Config{MaxDataBytes: -1}).Validate(); err == nil {
-		t.Errorf("Validate accepted MaxDataBytes -1")
+	if a.View().Digest() != b.View().Digest() {
+		t.Fatal("same commands, different states")
 	}
-	if err := (Config{MaxDataBytes: 1<<30 + 1}).Validate(); err == nil {
-		t.Errorf("Validate accepted MaxDataBytes 2^30+1")
+}
+
+func TestRefuseOversize(t *testing.T) {
+	create := func(path string, n int) Op {
+		return Op{Type: CmdCreate, Path: path, Data: make([]byte, n), ACL: OpenACLUnsafe}
 	}
-	if err := DefaultConfig().Validate(); err != nil || DefaultConfig().MaxDataBytes != 1<<20 {
-		t.Errorf("DefaultConfig %+v: %v", DefaultConfig(), err)
+	for _, tc := range []struct {
+		name    string
+		cmd     Command
+		refused bool
+		code    Code
+		path    string
+		multi   []Code
+	}{
+		{name: "create at the limit", cmd: Command{Type: CmdCreate, Op: create("/a", 4)}},
+		{name: "create over", cmd: Command{Type: CmdCreate, Op: create("/a", 5)}, refused: true, code: BadArguments, path: "/a"},
+		{name: "setData over", cmd: Command{Type: CmdSetData, Op: Op{Type: CmdSetData, Path: "/s", Data: make([]byte, 5)}},
+			refused: true, code: BadArguments, path: "/s"},
+		{name: "delete ignores data", cmd: Command{Type: CmdDelete, Op: Op{Type: CmdDelete, Path: "/d", Data: make([]byte, 5)}}},
+		{name: "multi with one op over", cmd: Command{Type: CmdMulti, Ops: []Op{
+			create("/m1", 1), {Type: CmdCheck, Path: "/m1"}, {Type: CmdSetData, Path: "/m1", Data: make([]byte, 9)}, create("/m2", 1),
+		}}, refused: true, code: BadArguments, path: "/m1", multi: []Code{OK, OK, BadArguments, RuntimeInconsistency}},
+		{name: "multi within", cmd: Command{Type: CmdMulti, Ops: []Op{create("/m1", 4), {Type: CmdDelete, Path: "/m1"}}}},
+	} {
+		res, refused := RefuseOversize(&tc.cmd, 4)
+		if refused != tc.refused {
+			t.Errorf("%s: refused %v, want %v", tc.name, refused, tc.refused)
+			continue
+		}
+		if !refused {
+			continue
+		}
+		var e *Error
+		if !errors.As(res.Err, &e) || e.Code != tc.code || e.Path != tc.path || res.Zxid != 0 {
+			t.Errorf("%s: %v (zxid %v), want %v on %s", tc.name, res.Err, res.Zxid, tc.code, tc.path)
+		}
+		var got []Code
+		for _, r := range res.Multi {
+			got = append(got, r.Code)
+		}
+		if !slices.Equal(got, tc.multi) {
+			t.Errorf("%s: multi results %v, want %v", tc.name, got, tc.multi)
+		}
 	}
 }
 
@@ -938,7 +984,6 @@ func TestApplySetData(t *testing.T) {
 		{"trailing slash", apSet("/a/", "x", -1), BadArguments},
 		{"no slash", apSet("nope", "x", -1), BadArguments},
 		{"empty path", apSet("", "x", -1), BadArguments},
-		{"oversize", apSet("/a", strings.Repeat("x", 1<<20+1), -1), BadArguments},
 		// /zookeeper/config is world:anyone READ (ZOOKEEPER-2014); WRITE is
 		// checked before the version (verified).
 		{"/zookeeper/config", apSet("/zookeeper/config", "x", -1), NoAuth},

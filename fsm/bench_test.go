@@ -34,7 +34,7 @@ func benchPath(i int) string {
 
 // benchFSM returns an FSM with the /bench/dNNN parents.
 func benchFSM(tb testing.TB) *FSM {
-	f := New(DefaultConfig())
+	f := New()
 	mk := func(p string) {
 		r, _ := f.Apply(1, &Command{Type: CmdCreate, Time: 1, Op: Op{Type: CmdCreate, Path: p, ACL: OpenACLUnsafe}})
 		if r.Err != nil {
@@ -267,7 +267,7 @@ func BenchmarkRestore(b *testing.B) {
 	snap := buf.Bytes()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		g := New(DefaultConfig())
+		g := New()
 		if err := g.Restore(bytes.NewReader(snap)); err != nil {
 			b.Fatal(err)
 		}

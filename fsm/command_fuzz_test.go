@@ -27,7 +27,7 @@ func sampleCommands() []Command {
 			Op: Op{Type: CmdCreate, Path: "/a", Data: []byte("x"), ACL: OpenACLUnsafe, Mode: ModeEphemeralSequential}},
 		{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/t/", Data: []byte{}, Mode: ModePersistentSequentialTTL, TTL: MaxTTL,
 			ACL: []ACL{{Perms: PermRead, ID: AnyoneID}, {Perms: PermAll, ID: digBob}, {Perms: math.MinInt32, ID: AuthIDs}}}},
-		{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/big", Data: bytes.Repeat([]byte{0xab}, DefaultMaxDataBytes), ACL: OpenACLUnsafe}},
+		{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/big", Data: bytes.Repeat([]byte{0xab}, oneMiB), ACL: OpenACLUnsafe}},
 		{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/päth/ü", Mode: -1, TTL: math.MinInt64, Version: math.MinInt32}},
 		{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/c", ACL: OpenACLUnsafe, Mode: ModeContainer}},
 		{Type: CmdDelete, Op: Op{Type: CmdDelete, Path: "/a", Version: -1}},
@@ -249,7 +249,7 @@ func allocatedBytes(runs int, fn func()) float64 {
 // TestApplyEntryRejectsWithoutConsumingZxid: an undecodable entry is an
 // error for the caller and no change at all, not even of the clock.
 func TestApplyEntryRejectsWithoutConsumingZxid(t *testing.T) {
-	f := New(DefaultConfig())
+	f := New()
 	f.Apply(1, &Command{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/a", ACL: OpenACLUnsafe}})
 	before, z := f.View().Digest(), f.LastZxid()
 	for _, in := range [][]byte{nil, {2}, cfHead(0), cfCat(cfHead(CmdCloseSession), cfZero)} {
@@ -267,7 +267,7 @@ func TestApplyEntryRejectsWithoutConsumingZxid(t *testing.T) {
 // Apply, never from a decoded entry) is Unimplemented and changes nothing but
 // the clock.
 func TestApplyUnknownType(t *testing.T) {
-	f := New(DefaultConfig())
+	f := New()
 	dump := dumpView(f.View())
 	for _, typ := range []CmdType{0, cmdTypeEnd, 255} {
 		r, trig := f.Apply(1, &Command{Type: typ, Op: Op{Type: CmdCreate, Path: "/x", ACL: OpenACLUnsafe}})
@@ -350,7 +350,7 @@ func FuzzDecodeCommand(f *testing.F) {
 // session owns /a-c and /a/e: "/a-c" sorts before "/a/e" although /a's
 // subtree comes first in a pre-order walk.
 func fuzzFixture() (*FSM, int64) {
-	f := New(DefaultConfig())
+	f := New()
 	r, _ := f.Apply(1, &Command{Type: CmdCreateSession, Time: 1000, Timeout: 5000, Password: []byte("pw")})
 	sid := r.SessionID
 	for _, o := range []Op{
@@ -379,7 +379,7 @@ func restoreCopy(t *testing.T, v *View) *FSM {
 	if _, err := v.WriteTo(&buf); err != nil {
 		t.Fatalf("WriteTo: %v", err)
 	}
-	g := New(DefaultConfig())
+	g := New()
 	if err := g.Restore(&buf); err != nil {
 		t.Fatalf("Restore of a fresh snapshot: %v", err)
 	}

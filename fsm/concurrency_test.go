@@ -16,7 +16,7 @@ import (
 // TestViewFreshAfterEveryCommand: a view taken after Apply returns shows that
 // command, whatever its kind and outcome, even if a view was cached before.
 func TestViewFreshAfterEveryCommand(t *testing.T) {
-	f := New(DefaultConfig())
+	f := New()
 	sid := mustApply(t, f, 1, Command{Type: CmdCreateSession, Timeout: 1000}).SessionID
 	cmds := []Command{
 		mkCreate("/a", nil, ModePersistent),
@@ -71,7 +71,7 @@ func TestConcurrentReadersSeeWholeCommands(t *testing.T) {
 		minReads = 50
 		maxReads = 20000
 	)
-	f := New(DefaultConfig())
+	f := New()
 	mustApply(t, f, 1, mkCreate("/x", nil, ModePersistent))
 	setup := mustApply(t, f, 1, mkCreate("/y", nil, ModePersistent))
 
@@ -183,7 +183,7 @@ func TestConcurrentReadersSeeWholeCommands(t *testing.T) {
 						t.Errorf("WriteTo: %v", err)
 						return
 					}
-					g := New(DefaultConfig())
+					g := New()
 					if err := g.Restore(&buf); err != nil || g.View().Digest() != v.Digest() {
 						t.Errorf("reader %d: snapshot of view %#x taken during writes: %v / digest differs", k, z, err)
 						return
@@ -237,7 +237,7 @@ func TestConcurrentReadersSeeWholeCommands(t *testing.T) {
 // TestViewsSurviveLaterWrites: views taken one after another each keep their
 // own state while the FSM deletes, re-creates and restores over them.
 func TestViewsSurviveLaterWrites(t *testing.T) {
-	f := New(DefaultConfig())
+	f := New()
 	type kept struct {
 		v    *View
 		dump string
@@ -261,7 +261,7 @@ func TestViewsSurviveLaterWrites(t *testing.T) {
 		{Type: CmdSetData, Path: "/n01", Data: []byte("changed"), Version: -1},
 	}})
 	take()
-	src := New(DefaultConfig())
+	src := New()
 	mustApply(t, src, 9, mkCreate("/elsewhere", nil, ModePersistent))
 	if err := f.Restore(bytes.NewReader(snapshotBytes(t, src.View()))); err != nil {
 		t.Fatal(err)

@@ -1,34 +1,10 @@
 package fsm
 
 import (
-	"fmt"
 	"sync"
 
 	"coord/zxid"
 )
-
-// DefaultMaxDataBytes is ZooKeeper's default jute.maxbuffer: the largest
-// znode data accepted.
-const DefaultMaxDataBytes = 1 << 20
-
-// Config is the state machine's configuration. It changes what apply
-// accepts, so every server of a cluster must use the same values.
-type Config struct {
-	// MaxDataBytes is the largest data a create or setData may carry.
-	MaxDataBytes int
-}
-
-// DefaultConfig returns the configuration a cluster uses unless told
-// otherwise.
-func DefaultConfig() Config { return Config{MaxDataBytes: DefaultMaxDataBytes} }
-
-// Validate reports a configuration apply cannot work with.
-func (c Config) Validate() error {
-	if c.MaxDataBytes < 0 || c.MaxDataBytes > 1<<30 {
-		return fmt.Errorf("fsm: MaxDataBytes = %d, want 0 (default) to %d", c.MaxDataBytes, 1<<30)
-	}
-	return nil
-}
 
 // FSM is the replicated state machine: the znode tree, the session table
 // and the zxid clock, changed only by Apply and Restore. It is safe for one
@@ -36,7 +12,6 @@ func (c Config) Validate() error {
 // immutable state that existed between two commands.
 type FSM struct {
 	mu    sync.Mutex
-	cfg   Config
 	s     state
 	gen   uint64 // generation the writer owns; views hold older ones
 	dirty bool   // a command ran since view was taken
@@ -45,12 +20,12 @@ type FSM struct {
 }
 
 // New returns a state machine holding what a fresh ZooKeeper holds: the root,
-// /zookeeper, /zookeeper/quota and /zookeeper/config.
-func New(cfg Config) *FSM {
-	if cfg.MaxDataBytes == 0 {
-		cfg.MaxDataBytes = DefaultMaxDataBytes
-	}
-	f := &FSM{cfg: cfg, gen: 1, acls: newACLTable(), dirty: true}
+// /zookeeper, /zookeeper/quota and /zookeeper/config. It takes no
+// configuration: apply depends only on the log and the snapshot, so no
+// server-local setting may change a result (limits such as the largest data
+// are checked before the log; see RefuseOversize).
+func New() *FSM {
+	f := &FSM{gen: 1, acls: newACLTable(), dirty: true}
 	f.s = newState(f.gen, f.acls)
 	return f
 }

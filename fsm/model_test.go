@@ -77,7 +77,7 @@ type refSession struct {
 }
 
 type refModel struct {
-	maxData  int
+	maxData  int // the size of the generator's large data
 	nodes    map[string]*refNode
 	sessions map[int64]*refSession
 	epoch    uint32
@@ -406,7 +406,8 @@ func refIsTTLOwner(owner int64) bool {
 }
 
 // create follows PrepRequestProcessor.pRequest2TxnCreate: mode and TTL, the
-// ephemeral owner, the data size (coord's MaxDataBytes), the shape of the
+// ephemeral owner (apply has no data size limit: servers check it before
+// the log), the shape of the
 // path, the ACL, the parent and its CREATE permission, the sequential suffix
 // from the parent's cversion, the full path, NodeExists, and last an
 // ephemeral parent.
@@ -420,7 +421,6 @@ func (tx *refTxn) create(op *Op) (string, Stat, Code) {
 		isTTL && (op.TTL <= 0 || op.TTL > refMaxTTL),
 		!isTTL && op.TTL > 0,
 		isEph && tx.c.Session == 0,
-		len(op.Data) > m.maxData,
 		!strings.Contains(op.Path, "/") || strings.Contains(op.Path, "\x00"):
 		return "", Stat{}, BadArguments
 	}
@@ -522,7 +522,7 @@ func (tx *refTxn) remove(p string) {
 
 func (tx *refTxn) setData(op *Op) (Stat, Code) {
 	m := tx.m
-	if !refPathOK(op.Path) || len(op.Data) > m.maxData {
+	if !refPathOK(op.Path) {
 		return Stat{}, BadArguments
 	}
 	n := m.nodes[op.Path]
@@ -1223,10 +1223,9 @@ func (r *modelRun) failf(step int, format string, args ...any) error {
 }
 
 func (r *modelRun) run() error {
-	cfg := Config{MaxDataBytes: 16}
-	m := newRefModel(cfg.MaxDataBytes)
+	m := newRefModel(16)
 	g := newCmdGen(r.seed, m)
-	a, b, c := New(cfg), New(cfg), New(cfg)
+	a, b, c := New(), New(), New()
 	restoreAt := map[int]bool{}
 	for range 1 + g.r.IntN(3) {
 		restoreAt[1+g.r.IntN(r.steps)] = true
@@ -1268,7 +1267,7 @@ func (r *modelRun) run() error {
 			return r.failf(i, "fsm disagrees with the model: %v", err)
 		}
 		if restoreAt[i] {
-			if c, err = r.snapshotRestore(c, cfg, restores); err != nil {
+			if c, err = r.snapshotRestore(c, restores); err != nil {
 				return r.failf(i, "%v", err)
 			}
 			restores++
@@ -1304,7 +1303,7 @@ func (r *modelRun) checkpoint(m *refModel, now int64, fs ...*FSM) error {
 
 // snapshotRestore streams c's state and restores it into a new FSM: a fresh
 // one, or (every other time) one with a state and a view of its own.
-func (r *modelRun) snapshotRestore(c *FSM, cfg Config, k int) (*FSM, error) {
+func (r *modelRun) snapshotRestore(c *FSM, k int) (*FSM, error) {
 	v := c.View()
 	var buf bytes.Buffer
 	n, err := v.WriteTo(&buf)
@@ -1315,7 +1314,7 @@ func (r *modelRun) snapshotRestore(c *FSM, cfg Config, k int) (*FSM, error) {
 	if r.hooks.snapshot != nil {
 		r.hooks.snapshot(snap)
 	}
-	nf := New(cfg)
+	nf := New()
 	if k%2 == 1 {
 		nf.Apply(1, &Command{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/other", ACL: OpenACLUnsafe}})
 		nf.Apply(1, &Command{Type: CmdCreateSession, Timeout: 1000})
@@ -1430,8 +1429,8 @@ func TestModelCheckerCatchesPlantedBugs(t *testing.T) {
 
 // TestFreshStateMatchesZooKeeper compares a new FSM with a fresh ZooKeeper.
 func TestFreshStateMatchesZooKeeper(t *testing.T) {
-	f := New(DefaultConfig())
-	if err := compareTree(f.View(), newRefModel(DefaultMaxDataBytes), 0); err != nil {
+	f := New()
+	if err := compareTree(f.View(), newRefModel(oneMiB), 0); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -1440,7 +1439,7 @@ func TestFreshStateMatchesZooKeeper(t *testing.T) {
 // are worked out by hand from ZooKeeper's rules.
 func TestModelSelfCheck(t *testing.T) {
 	m := newRefModel(16)
-	f := New(Config{MaxDataBytes: 16})
+	f := New()
 	z := func(c uint32) int64 { return 1<<32 | int64(c) }
 	steps := []struct {
 		cmd  Command

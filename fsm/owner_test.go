@@ -10,7 +10,7 @@ import (
 // connection it moved away from fail with SessionMoved and change nothing,
 // as in ZooKeeper; the leader's own commands (no owner) always apply.
 func TestSessionOwner(t *testing.T) {
-	f := New(DefaultConfig())
+	f := New()
 	r, _ := f.Apply(1, &Command{Type: CmdCreateSession, Timeout: 5000, Owner: "s1/1"})
 	sid := r.SessionID
 	create := func(path, owner string) error {
@@ -56,7 +56,7 @@ func TestSessionOwner(t *testing.T) {
 	if _, err := f.View().WriteTo(&buf); err != nil {
 		t.Fatal(err)
 	}
-	g := New(DefaultConfig())
+	g := New()
 	if err := g.Restore(&buf); err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func TestQuotaStatsApply(t *testing.T) {
 		apMulti(apCreate("/q/m", "mm", ModePersistent), apDelete("/q/missing", -1)), // fails: no change
 		apCreate("/qq", "zzzz", ModePersistent),
 	}
-	f := New(DefaultConfig())
+	f := New()
 	for i := range cmds {
 		f.Apply(1, &cmds[i])
 	}
@@ -58,7 +58,7 @@ func TestQuotaStatsApply(t *testing.T) {
 	if _, err := f.View().WriteTo(&snap); err != nil {
 		t.Fatal(err)
 	}
-	g := New(DefaultConfig())
+	g := New()
 	if err := g.Restore(bytes.NewReader(snap.Bytes())); err != nil {
 		t.Fatal(err)
 	}

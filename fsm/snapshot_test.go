@@ -172,7 +172,7 @@ func mkDelete(path string) Command {
 // "/app/e1" but comes after it in a pre-order walk.
 func richFSM(t testing.TB, wide int) *richState {
 	t.Helper()
-	f := New(DefaultConfig())
+	f := New()
 	rs := &richState{f: f}
 	rs.s1 = mustApply(t, f, 1, Command{Type: CmdCreateSession, Time: snapT0, Timeout: 4000, Password: []byte("secret-1")}).SessionID
 	rs.s2 = mustApply(t, f, 1, Command{Type: CmdCreateSession, Time: snapT0, Timeout: 10000}).SessionID
@@ -228,7 +228,7 @@ func richFSM(t testing.TB, wide int) *richState {
 		deep += "/d"
 		mustApply(t, f, 2, mkCreate(deep, []byte(fmt.Sprint(i)), ModePersistent))
 	}
-	mustApply(t, f, 2, mkCreate("/big", bytes.Repeat([]byte("0123456789abcdef"), DefaultMaxDataBytes/16), ModePersistent))
+	mustApply(t, f, 2, mkCreate("/big", bytes.Repeat([]byte("0123456789abcdef"), oneMiB/16), ModePersistent))
 	mustApply(t, f, 3, mkCreate("/wide", nil, ModePersistent))
 	for i := 0; i < wide; i++ {
 		mustApply(t, f, 3, mkCreate(fmt.Sprintf("/wide/c%05d", i), []byte{byte(i)}, ModePersistent))
@@ -252,7 +252,7 @@ func snapshotBytes(t testing.TB, v *View) []byte {
 
 func restoreBytes(t testing.TB, b []byte) *FSM {
 	t.Helper()
-	g := New(DefaultConfig())
+	g := New()
 	if err := g.Restore(bytes.NewReader(b)); err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
@@ -297,7 +297,7 @@ func TestSnapshotRich(t *testing.T) {
 			t.Error("Digest is not the SHA-256 of the stream")
 		}
 		gv := g.View()
-		if data, _, _ := gv.GetData("/big", nil); len(data) != DefaultMaxDataBytes {
+		if data, _, _ := gv.GetData("/big", nil); len(data) != oneMiB {
 			t.Errorf("/big has %d bytes", len(data))
 		}
 		if kids, _, _ := gv.GetChildren("/wide", nil); len(kids) != 10_000-(10_000+6)/7+1 {
@@ -330,7 +330,7 @@ func TestSnapshotRich(t *testing.T) {
 			"half":     iotest.HalfReader(bytes.NewReader(snap)),
 			"data+EOF": iotest.DataErrReader(bytes.NewReader(snap)),
 		} {
-			h := New(DefaultConfig())
+			h := New()
 			if err := h.Restore(r); err != nil {
 				t.Errorf("%s reader: %v", name, err)
 			} else if h.View().Digest() != v.Digest() {
@@ -386,7 +386,7 @@ func TestSnapshotRich(t *testing.T) {
 		for i := 0; i < 200; i++ {
 			both(5, mkCreate(fmt.Sprintf("/wide/n%05d", i), nil, ModePersistent))
 		}
-		both(5, Command{Type: CmdSetData, Op: Op{Type: CmdSetData, Path: "/big", Data: bytes.Repeat([]byte{7}, DefaultMaxDataBytes), Version: 0}})
+		both(5, Command{Type: CmdSetData, Op: Op{Type: CmdSetData, Path: "/big", Data: bytes.Repeat([]byte{7}, oneMiB), Version: 0}})
 		both(5, Command{Type: CmdMulti, Session: rs.s2, Ops: []Op{
 			{Type: CmdCreate, Path: "/app/m", ACL: OpenACLUnsafe, Mode: ModeEphemeral},
 			{Type: CmdCheck, Path: "/app", Version: 2},
@@ -403,11 +403,11 @@ func TestSnapshotRich(t *testing.T) {
 // restored state even if a view was taken before; that earlier view still
 // shows the old one.
 func TestViewFreshAfterRestore(t *testing.T) {
-	src := New(DefaultConfig())
+	src := New()
 	mustApply(t, src, 7, mkCreate("/restored", []byte("yes"), ModePersistent))
 	snap := snapshotBytes(t, src.View())
 
-	f := New(DefaultConfig())
+	f := New()
 	mustApply(t, f, 1, mkCreate("/old", nil, ModePersistent))
 	old := f.View()
 	oldDigest := old.Digest()
@@ -444,7 +444,7 @@ func TestViewFreshAfterRestore(t *testing.T) {
 // nodes are sets ordered by path; a snapshot lists znodes in pre-order, which
 // is not path order once a name holds a byte below '/' ("/a-c" < "/a/b").
 func TestRestoreKeepsPathOrder(t *testing.T) {
-	f := New(DefaultConfig())
+	f := New()
 	s := mustApply(t, f, 1, Command{Type: CmdCreateSession, Timeout: 1000}).SessionID
 	for _, c := range []Command{
 		mkCreate("/a", nil, ModePersistent),
@@ -512,7 +512,7 @@ type victim struct {
 }
 
 func newVictim(t testing.TB) *victim {
-	f := New(DefaultConfig())
+	f := New()
 	mustApply(t, f, 3, mkCreate("/mine", []byte("keep me"), ModePersistent))
 	mustApply(t, f, 3, Command{Type: CmdCreateSession, Timeout: 500})
 	v := f.View()
@@ -651,7 +651,7 @@ func TestRestoreBadRecords(t *testing.T) {
 		s.node("", 0, zeroF, []byte{}, 2).node("a", 0, zeroF, nil, 1).node("e", 0, eph(5), nil, 0).node("b", 0, zeroF, []byte("x"), 0)
 		return s.end()
 	}
-	f := New(DefaultConfig())
+	f := New()
 	if err := f.Restore(bytes.NewReader(snapFrame(valid().b))); err != nil {
 		t.Fatalf("the hand-built stream does not restore: %v", err)
 	}
@@ -660,7 +660,7 @@ func TestRestoreBadRecords(t *testing.T) {
 	}
 	// The same records split across blocks restore too.
 	vb := valid().b
-	if err := New(DefaultConfig()).Restore(bytes.NewReader(snapFrame(vb[:len(vb)-1], vb[len(vb)-1:]))); err != nil {
+	if err := New().Restore(bytes.NewReader(snapFrame(vb[:len(vb)-1], vb[len(vb)-1:]))); err != nil {
 		t.Fatalf("the end record in a block of its own: %v", err)
 	}
 
@@ -719,7 +719,7 @@ func TestRestoreForgedCountsBounded(t *testing.T) {
 	sessions := snapFrame((&snapBuilder{}).header(1, 1, 1, 1, 1<<62).session(1, 1, "").b)
 	for name, stream := range map[string][]byte{"children": kids, "sessions": sessions} {
 		var err error
-		got := allocatedBytes(1, func() { err = New(DefaultConfig()).Restore(bytes.NewReader(stream)) })
+		got := allocatedBytes(1, func() { err = New().Restore(bytes.NewReader(stream)) })
 		if !errors.Is(err, ErrCorruptSnapshot) {
 			t.Errorf("%s: err = %v", name, err)
 		}
@@ -732,7 +732,7 @@ func TestRestoreForgedCountsBounded(t *testing.T) {
 // TestSnapshotCarriesTheClock: epoch, counter and the last raft term survive
 // a snapshot, including a counter about to roll into the next epoch.
 func TestSnapshotCarriesTheClock(t *testing.T) {
-	f := New(DefaultConfig())
+	f := New()
 	mustApply(t, f, 5, mkCreate("/x", nil, ModePersistent))
 	snap := snapshotBytes(t, f.View())
 	payloads := snapPayloads(t, snap)
@@ -820,7 +820,7 @@ func TestSnapshotIsDeterministic(t *testing.T) {
 	build := func(views bool) []byte {
 		m := newRefModel(16)
 		g := newCmdGen(3, m)
-		f := New(Config{MaxDataBytes: 16})
+		f := New()
 		for i := 0; i < 400; i++ {
 			term, c := g.next()
 			m.apply(term, c)
@@ -842,7 +842,7 @@ func TestSnapshotIsDeterministic(t *testing.T) {
 func FuzzRestore(f *testing.F) {
 	fx, _ := fuzzFixture()
 	small := richFSM(f, 40)
-	for _, v := range []*View{New(DefaultConfig()).View(), fx.View()} {
+	for _, v := range []*View{New().View(), fx.View()} {
 		snap := snapshotBytes(f, v)
 		f.Add(false, snap)
 		f.Add(true, bytes.Join(snapPayloads(f, snap), nil))

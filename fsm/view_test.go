@@ -18,7 +18,7 @@ func TestViewFreshTree(t *testing.T) {
 	// TestApplyCversionAsZooKeeperReportsIt), no data, and /zookeeper/config
 	// world:anyone READ with aversion -1 (DataTree.addConfigNode sets its ACL
 	// with version -1, which setACL stores as the aversion).
-	v := New(DefaultConfig()).View()
+	v := New().View()
 	rows := []struct {
 		path string
 		kids []string

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"coord/fsm"
 	"coord/session"
 	"coord/zk"
 )
@@ -70,6 +69,12 @@ type Config struct {
 	MaxOutstanding int
 	// MaxRequestBytes bounds one request message.
 	MaxRequestBytes int
+	// MaxDataBytes is the largest data a create or setData may carry
+	// (ZooKeeper's jute.maxbuffer); larger data is refused with
+	// BadArguments by the server the client is connected to, before the
+	// log, so the setting may differ between servers without their states
+	// ever diverging.
+	MaxDataBytes int
 	// SnapshotThreshold is how many log entries trigger a raft snapshot, and
 	// TrailingLogs how many stay in the log after one (so a lagging follower
 	// can catch up from the log rather than a snapshot).
@@ -90,9 +95,12 @@ type Config struct {
 	MinFreeDisk       uint64
 	DiskCheckInterval time.Duration
 
-	FSM    fsm.Config
 	Logger *slog.Logger
 }
+
+// DefaultMaxDataBytes is ZooKeeper's default jute.maxbuffer: the largest
+// znode data a server accepts unless configured otherwise.
+const DefaultMaxDataBytes = 1 << 20
 
 // DefaultConfig returns a configuration for a single-node server on
 // loopback with its data in ./coord-data.
@@ -114,7 +122,8 @@ func DefaultConfig() Config {
 		MaxSessionTimeout:      20 * tick,
 		ContainerCheckInterval: time.Minute,
 		MaxOutstanding:         1000,
-		MaxRequestBytes:        fsm.DefaultMaxDataBytes + 64<<10,
+		MaxRequestBytes:        DefaultMaxDataBytes + 64<<10,
+		MaxDataBytes:           DefaultMaxDataBytes,
 		SnapshotThreshold:      100_000,
 		TrailingLogs:           50_000,
 		RaftTimeout:            150 * time.Millisecond,
@@ -122,7 +131,6 @@ func DefaultConfig() Config {
 		SnapshotInterval:       10 * time.Second,
 		MinFreeDisk:            64 << 20,
 		DiskCheckInterval:      time.Second,
-		FSM:                    fsm.DefaultConfig(),
 	}
 }
 
@@ -143,6 +151,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("server: Config.MaxFrameBytes = %d, want >= 1024", c.MaxFrameBytes)
 	case c.MaxRequestBytes < 1024:
 		return fmt.Errorf("server: Config.MaxRequestBytes = %d, want >= 1024", c.MaxRequestBytes)
+	case c.MaxDataBytes < 0 || c.MaxDataBytes > 1<<30:
+		return fmt.Errorf("server: Config.MaxDataBytes = %d, want 0 (the default, %d) to %d", c.MaxDataBytes, DefaultMaxDataBytes, 1<<30)
 	case c.ContainerCheckInterval <= 0:
 		return fmt.Errorf("server: Config.ContainerCheckInterval = %v, want > 0", c.ContainerCheckInterval)
 	case c.DiskCheckInterval <= 0:
@@ -165,7 +175,7 @@ func (c *Config) Validate() error {
 	if c.Bootstrap && c.Observer {
 		return errors.New("server: Config.Bootstrap is for voters; an observer joins an existing cluster")
 	}
-	return c.FSM.Validate()
+	return nil
 }
 
 func (c *Config) bounds() session.Bounds {

@@ -127,7 +127,7 @@ func (s *Server) connect(ctx context.Context, req *api.ConnectRequest, ip string
 		timeout int32
 		pw      []byte
 	)
-	owner := fmt.Sprintf("%s/%d", s.cfg.ID, s.connSeq.Add(1))
+	owner := fmt.Sprintf("%s/%d", s.origin, s.connSeq.Add(1))
 	if req.SessionId == 0 {
 		timeout = s.cfg.bounds().Negotiate(req.TimeoutMs)
 		cctx, cancel := context.WithTimeout(ctx, 2*s.leaderWait())

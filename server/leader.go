@@ -119,11 +119,13 @@ func (s *Server) touchLoop() {
 
 // learn records a server's addresses.
 func (s *Server) learn(m Member) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if m.ID != s.cfg.ID {
-		s.members[m.ID] = m
+	if m.ID == s.cfg.ID {
+		return
 	}
+	s.mu.Lock()
+	s.members[m.ID] = m
+	s.mu.Unlock()
+	s.saveMembers()
 }
 
 func (s *Server) memberList() []*api.Member {

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,7 +38,7 @@ func TestBadInput(t *testing.T) {
 	if r := good.create("no-slash", "", fsm.ModePersistent); fsm.Code(r.Err) != fsm.BadArguments {
 		t.Fatalf("bad path: %v", fsm.Code(r.Err))
 	}
-	if r := good.create("/big", strings.Repeat("x", fsm.DefaultMaxDataBytes+1), fsm.ModePersistent); fsm.Code(r.Err) != fsm.BadArguments {
+	if r := good.create("/big", strings.Repeat("x", DefaultMaxDataBytes+1), fsm.ModePersistent); fsm.Code(r.Err) != fsm.BadArguments {
 		t.Fatalf("oversize data: %v", fsm.Code(r.Err))
 	}
 
@@ -53,5 +55,68 @@ func TestBadInput(t *testing.T) {
 	mustOK(t, good.get("/ok", false))
 	if r := good.get("/huge", false); fsm.Code(r.Err) != fsm.NoNode {
 		t.Fatalf("oversize request left %v", r)
+	}
+}
+
+// Issue 12, defect 5: the data limit is each server's setting, checked
+// before the log, so servers configured differently never diverge: data
+// one server accepts is applied by all, including one with a lower limit,
+// and data a server refuses changes nothing anywhere.
+func TestDataLimitIsCheckedBeforeTheLog(t *testing.T) {
+	c := &TestCluster{tb: t}
+	for i := 0; i < 3; i++ {
+		cfg := TestConfig(t, fmt.Sprintf("s%d", i+1))
+		if i == 0 {
+			cfg.Bootstrap = true
+			cfg.MaxDataBytes = 16 // the others keep the default, 1 MiB
+		} else {
+			first := c.Servers[0]
+			cfg.Peers = []Peer{{ID: first.ID(), RaftAddr: first.RaftAddr(), GRPCAddr: first.GRPCAddr()}}
+		}
+		c.start(cfg)
+	}
+	c.WaitMembers(3, 0)
+	small := newSession(t, c.Servers[0].GRPCAddr())
+	big := newSession(t, c.Servers[1].GRPCAddr())
+
+	mustOK(t, big.create("/big", strings.Repeat("b", 100), fsm.ModePersistent))
+	mustOK(t, big.set("/big", strings.Repeat("c", 200)))
+	mustOK(t, big.do(&api.Request{Op: &api.Request_Multi{Multi: &api.MultiRequest{Ops: []*api.MultiOp{
+		{Op: &api.MultiOp_Create{Create: &api.CreateRequest{Path: "/m", Data: make([]byte, 50),
+			Acl: []*api.ACL{{Perms: int32(fsm.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}}}},
+	}}}}))
+
+	// The server with the low limit refuses; its client stays connected.
+	r := small.create("/small", strings.Repeat("s", 17), fsm.ModePersistent)
+	if fsm.Code(r.Err) != fsm.BadArguments || r.ErrPath != "/small" {
+		t.Fatalf("17 bytes on a server with a 16-byte limit: %v %q", fsm.Code(r.Err), r.ErrPath)
+	}
+	if r := small.set("/big", strings.Repeat("s", 17)); fsm.Code(r.Err) != fsm.BadArguments {
+		t.Fatalf("setData over the limit: %v", fsm.Code(r.Err))
+	}
+	r = small.do(&api.Request{Op: &api.Request_Multi{Multi: &api.MultiRequest{Ops: []*api.MultiOp{
+		{Op: &api.MultiOp_Check{Check: &api.CheckRequest{Path: "/big", Version: 1}}},
+		{Op: &api.MultiOp_SetData{SetData: &api.SetDataRequest{Path: "/big", Data: make([]byte, 17), Version: -1}}},
+		{Op: &api.MultiOp_Delete{Delete: &api.DeleteRequest{Path: "/m", Version: -1}}},
+	}}}})
+	var codes []fsm.Code
+	for _, res := range r.GetMulti().GetResults() {
+		codes = append(codes, fsm.Code(res.Err))
+	}
+	if fsm.Code(r.Err) != fsm.BadArguments || !slices.Equal(codes, []fsm.Code{fsm.OK, fsm.BadArguments, fsm.RuntimeInconsistency}) {
+		t.Fatalf("multi over the limit: %v %v", fsm.Code(r.Err), codes)
+	}
+	mustOK(t, small.create("/small", strings.Repeat("s", 16), fsm.ModePersistent))
+
+	c.WaitConverged()
+	for _, s := range c.Servers {
+		v := s.View()
+		data, st, err := v.GetData("/big", nil)
+		if err != nil || len(data) != 200 || st.Version != 1 {
+			t.Fatalf("%s: /big holds %d bytes at version %d (%v)", s.ID(), len(data), st.Version, err)
+		}
+		if _, err := v.Exists("/m"); err != nil {
+			t.Fatalf("%s: /m: %v", s.ID(), err)
+		}
 	}
 }

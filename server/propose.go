@@ -55,7 +55,7 @@ func (s *Server) submit(cmd *fsm.Command, done func(applyResult)) {
 // proposeOwn hands this leader's own command to the proposer; its outcome
 // arrives through apply, so only a failure is reported here.
 func (s *Server) proposeOwn(seq uint64, cmd *fsm.Command, fail func(error)) {
-	s.prop.propose(s.cfg.ID, seq, cmd, func(err error, _ uint64) {
+	s.prop.propose(s.origin, seq, cmd, func(err error, _ uint64) {
 		if err != nil {
 			fail(err)
 		}
@@ -191,7 +191,7 @@ func (f *forwarder) tryConnectLocked(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sctx, scancel := context.WithCancel(metadata.AppendToOutgoingContext(context.Background(), "coord-origin", f.s.cfg.ID))
+	sctx, scancel := context.WithCancel(metadata.AppendToOutgoingContext(context.Background(), "coord-origin", f.s.origin))
 	stream, err := api.NewInternalClient(cc).Forward(sctx)
 	if err == nil {
 		// Make sure the leader answers before sending on the stream: a
@@ -467,5 +467,6 @@ func (s *Server) discover(ctx context.Context) {
 			s.members[m.Id] = known
 		}
 		s.mu.Unlock()
+		s.saveMembers()
 	}
 }

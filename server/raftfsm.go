@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -58,7 +59,7 @@ type applyResult struct {
 }
 
 func newRaftFSM(s *Server) *raftFSM {
-	return &raftFSM{s: s, fsm: fsm.New(s.cfg.FSM), waitCh: make(chan struct{}), commitCh: make(chan struct{}), kick: make(chan struct{}, 1), pending: map[uint64]func(applyResult){}}
+	return &raftFSM{s: s, fsm: fsm.New(), waitCh: make(chan struct{}), commitCh: make(chan struct{}), kick: make(chan struct{}, 1), pending: map[uint64]func(applyResult){}}
 }
 
 // expect registers done to run with the outcome of the entry this server
@@ -84,12 +85,26 @@ func (r *raftFSM) complete(seq uint64, ar applyResult) {
 	}
 }
 
-// failAll fails every pending proposal (this server stops).
-func (r *raftFSM) failAll(err error) {
+// pendingCount is how many proposals of this server wait for their entry.
+func (r *raftFSM) pendingCount() int {
 	r.waitMu.Lock()
+	defer r.waitMu.Unlock()
+	return len(r.pending)
+}
+
+// failAll fails every pending proposal (this server stops).
+func (r *raftFSM) failAll(err error) { failPending(r.takePending(), err) }
+
+// takePending removes and returns every pending proposal.
+func (r *raftFSM) takePending() map[uint64]func(applyResult) {
+	r.waitMu.Lock()
+	defer r.waitMu.Unlock()
 	p := r.pending
 	r.pending = map[uint64]func(applyResult){}
-	r.waitMu.Unlock()
+	return p
+}
+
+func failPending(p map[uint64]func(applyResult), err error) {
 	for _, done := range p {
 		done(applyResult{err: err})
 	}
@@ -135,8 +150,19 @@ func (r *raftFSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	return make([]interface{}, len(logs))
 }
 
+// Apply holds the exclusive lock, which every read on this server waits
+// for, over at most applyChunkEntries entries or applyChunkBytes of entry
+// data at a time, then lets waiting reads in; fastApply also reads the log
+// into memory a chunk at a time. An entry is never split: the proposer
+// bounds it (maxBatchBytes, or one command of at most MaxRequestBytes).
+const (
+	applyChunkEntries = 64
+	applyChunkBytes   = 1 << 20
+)
+
 // applyLocked applies the entries after applied (raft's command and
-// configuration entries; others only occupy an index). applyMu is held.
+// configuration entries; others only occupy an index), in chunks.
+// applyMu is held.
 func (r *raftFSM) applyLocked(logs []*raft.Log) {
 	for i := len(logs) - 1; i >= 0; i-- {
 		l := logs[i]
@@ -148,6 +174,25 @@ func (r *raftFSM) applyLocked(logs []*raft.Log) {
 			break
 		}
 	}
+	for len(logs) > 0 {
+		n := chunkLen(logs)
+		r.applyChunk(logs[:n])
+		logs = logs[n:]
+	}
+}
+
+// chunkLen is how many of logs the next chunk takes (at least one).
+func chunkLen(logs []*raft.Log) int {
+	n, size := 0, 0
+	for n < len(logs) && n < applyChunkEntries && (n == 0 || size+len(logs[n].Data) <= applyChunkBytes) {
+		size += len(logs[n].Data)
+		n++
+	}
+	return n
+}
+
+// applyChunk applies one chunk under the exclusive lock.
+func (r *raftFSM) applyChunk(logs []*raft.Log) {
 	var last *raft.Log
 	r.mu.Lock()
 	for _, l := range logs {
@@ -217,6 +262,10 @@ func (r *raftFSM) runApplier(logs raft.LogStore, closing <-chan struct{}) {
 // raft would apply it (raft's later apply of the same entries finds them
 // applied and skips them). Otherwise nothing happens and raft applies the
 // entries when it learns of the commit.
+//
+// It reads and applies the tail a chunk at a time and lets raft's apply
+// (and reads) in between chunks, so a long tail neither sits in memory
+// whole nor holds the state locked for as long as it takes.
 func (r *raftFSM) fastApply(logs raft.LogStore, index, term uint64) {
 	if index <= r.applied.Load() {
 		return
@@ -225,23 +274,41 @@ func (r *raftFSM) fastApply(logs raft.LogStore, index, term uint64) {
 	if logs.GetLog(index, &last) != nil || last.Term != term {
 		return
 	}
+	for {
+		if !r.fastApplyChunk(logs, index, &last) {
+			return
+		}
+	}
+}
+
+// fastApplyChunk applies the next chunk after applied, up to index (last is
+// the entry at index). It reports whether there is more to apply.
+func (r *raftFSM) fastApplyChunk(logs raft.LogStore, index uint64, last *raft.Log) bool {
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
 	from := r.applied.Load() + 1
 	if from > index {
-		return
+		return false
 	}
-	batch := make([]*raft.Log, 0, index-from+1)
-	for i := from; i < index; i++ {
-		l := new(raft.Log)
-		if logs.GetLog(i, l) != nil {
-			return // compacted or not there: leave it to raft
+	batch := make([]*raft.Log, 0, min(index-from+1, applyChunkEntries))
+	size := 0
+	for i := from; i <= index && len(batch) < applyChunkEntries && (len(batch) == 0 || size < applyChunkBytes); i++ {
+		l := last
+		if i < index {
+			l = new(raft.Log)
+			if logs.GetLog(i, l) != nil {
+				return false // compacted or not there: leave it to raft
+			}
 		}
+		if len(batch) > 0 && size+len(l.Data) > applyChunkBytes {
+			break
+		}
+		size += len(l.Data)
 		batch = append(batch, l)
 	}
-	batch = append(batch, &last)
 	r.applyLocked(batch)
 	r.fast.Add(uint64(len(batch)))
+	return batch[len(batch)-1].Index < index
 }
 
 // applyCommand applies the commands of one entry in order.
@@ -257,7 +324,7 @@ func (r *raftFSM) applyCommand(l *raft.Log) {
 		}
 		res, triggers := r.fsm.Apply(l.Term, cmd)
 		r.s.afterApply(cmd, res, triggers)
-		if ec.origin == r.s.cfg.ID {
+		if ec.origin == r.s.origin {
 			r.complete(ec.seq, applyResult{res: res, index: l.Index})
 		}
 	}
@@ -280,7 +347,17 @@ func (r *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
 	return &fsmSnapshot{view: r.fsm.View(), index: r.applied.Load()}, nil
 }
 
-// Restore implements raft.FSM: it replaces the state with a snapshot's.
+// errSnapshotInstalled fails the requests this server was waiting on when
+// it installed a snapshot: their entries may be folded into the snapshot,
+// where no entry completes them. Their fate is unknown to this server, so
+// the client gets ConnectionLoss, re-attaches and finds out.
+var errSnapshotInstalled = errors.New("server: state replaced by a snapshot; outcome unknown")
+
+// Restore implements raft.FSM: it replaces the state with a snapshot's,
+// unless the snapshot is not ahead of what this server has applied (raft
+// may hand over a snapshot older than what fastApply reached). Every
+// request still waiting for its entry fails: an entry the snapshot covers
+// never applies here.
 func (r *raftFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	br := bufio.NewReaderSize(rc, 1<<16)
@@ -290,14 +367,24 @@ func (r *raftFSM) Restore(rc io.ReadCloser) error {
 	}
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
+	if applied := r.applied.Load(); index <= applied {
+		r.s.log.Warn("not restoring a snapshot that is not ahead of the state; keeping the state",
+			"snapshot_index", index, "applied_index", applied)
+		return nil
+	}
+	var skipped map[uint64]func(applyResult)
 	r.mu.Lock()
 	err = r.fsm.Restore(br)
 	if err == nil {
 		r.applied.Store(index)
+		// Taken with the state swapped, so a request that arrives after
+		// the swap is not among them.
+		skipped = r.takePending()
 		r.s.afterRestore()
 	}
 	r.mu.Unlock()
 	r.signalApplied()
+	failPending(skipped, errSnapshotInstalled)
 	return err
 }
 

@@ -78,6 +78,14 @@ func (c *conn) write(xid int64, cmd *fsm.Command, op string, start time.Time) {
 		c.answer(sl, &api.Response{Xid: xid, Err: int32(fsm.ConnectionLoss)}, op, start)
 		return
 	}
+	if res, refused := fsm.RefuseOversize(cmd, c.s.cfg.MaxDataBytes); refused {
+		// Refused before the log: nothing changed, and the connection stays.
+		res.Zxid = c.s.fsm.fsm.LastZxid()
+		resp := writeResponse(cmd, res)
+		resp.Xid = xid
+		c.answer(sl, resp, op, start)
+		return
+	}
 	c.beginWrite()
 	c.s.submit(cmd, func(ar applyResult) {
 		defer c.endWrite()

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -52,8 +54,15 @@ type Server struct {
 	httpLis net.Listener
 	http    *http.Server
 
-	seq     atomic.Uint64 // proposal sequence numbers of this server
-	connSeq atomic.Uint64 // numbers the client connections of this server
+	// origin names this boot of this server in the log: its id and a
+	// random nonce drawn at start. Every command it proposes carries origin
+	// and a sequence number, and only an entry with this origin completes
+	// one of its waiting requests, so a restarted server (whose sequence
+	// numbers start again at 1) or another server reusing the id is never
+	// handed the result of a command it did not send in this boot.
+	origin  string
+	seq     atomic.Uint64 // proposal sequence numbers of this boot
+	connSeq atomic.Uint64 // numbers the client connections of this boot
 	diskLow atomic.Bool   // the data directory is below MinFreeDisk
 
 	mu       sync.Mutex
@@ -62,6 +71,8 @@ type Server struct {
 	touched  map[int64]struct{}      // sessions heard from since the last report
 	members  map[string]Member       // known servers by id
 	zkByConn map[*conn]*zkConn       // ZooKeeper protocol connections by session connection
+
+	memberFile memberFile // members remembered in the data directory (members.go)
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -82,13 +93,20 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.MaxDataBytes == 0 {
+		cfg.MaxDataBytes = DefaultMaxDataBytes
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
 	}
 	log = log.With("server", cfg.ID)
+	boot, err := bootNonce()
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
-		cfg: cfg, log: log, clock: session.SystemClock{},
+		cfg: cfg, log: log, clock: session.SystemClock{}, origin: cfg.ID + "#" + boot,
 		watches: watch.New(),
 		conns:   map[int64]*conn{}, timeouts: map[int64]time.Duration{}, touched: map[int64]struct{}{},
 		members: map[string]Member{}, closing: make(chan struct{}), zkByConn: map[*conn]*zkConn{}, started: time.Now(),
@@ -105,6 +123,7 @@ func New(cfg Config) (*Server, error) {
 		s.members[p.ID] = Member{ID: p.ID, RaftAddr: p.RaftAddr, GRPCAddr: p.GRPCAddr, Observer: p.Observer}
 	}
 	s.members[cfg.ID] = Member{ID: cfg.ID, RaftAddr: cfg.RaftAddr, GRPCAddr: cfg.GRPCAddr, Observer: cfg.Observer}
+	s.loadMembers()
 
 	if err := s.startGRPC(); err != nil {
 		return nil, err
@@ -237,6 +256,17 @@ func (s *Server) startRaft() error {
 	}
 	s.raft, s.store, s.logs, s.transport = r, store, logs, trans
 	return nil
+}
+
+// bootNonce returns 16 hex digits from the system's random source: with 64
+// random bits, two boots of servers with one id share an origin with
+// negligible odds.
+func bootNonce() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("server: drawing the boot nonce: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
 }
 
 // boltOptions tunes the raft log's bbolt file for a write path that commits

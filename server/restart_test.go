@@ -1,0 +1,204 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"coord/api"
+	"coord/fsm"
+)
+
+// A restarted server proposes with sequence numbers that start again at 1,
+// while raft replays the previous boot's entries, which carry the same
+// server id and the same numbers. The requests of clients that connect and
+// write right after the restart must be completed only by their own
+// entries: each client gets its own new session (id and password), and
+// every write's reply is what a read then shows.
+
+// restartLoad is what the clients before a restart leave behind.
+type restartLoad struct {
+	mu       sync.Mutex
+	sessions map[int64][]byte // every session id handed out, with its password
+}
+
+func (l *restartLoad) add(t testing.TB, id int64, pw []byte) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if old, dup := l.sessions[id]; dup {
+		t.Errorf("session 0x%x handed out twice (passwords %x and %x)", id, old, pw)
+	}
+	l.sessions[id] = pw
+}
+
+// writeBefore has n sessions on addr write enough to leave a log tail of
+// their server's proposals (sessions, creates, setData, ephemerals).
+func writeBefore(t *testing.T, addr string, n, writes int, l *restartLoad) {
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		s := newSession(t, addr)
+		l.add(t, s.id, s.pw)
+		wg.Add(1)
+		go func(i int, s *rawSession) {
+			defer wg.Done()
+			for k := 0; k < writes; k++ {
+				var req *api.Request
+				switch k % 3 {
+				case 0:
+					req = createReq(fmt.Sprintf("/pre/c%d-", i), "pre", fsm.ModePersistentSequential)
+				case 1:
+					req = createReq(fmt.Sprintf("/pre/e%d-%d", i, k), "pre", fsm.ModeEphemeral)
+				default:
+					req = &api.Request{Op: &api.Request_SetData{SetData: &api.SetDataRequest{Path: "/pre", Data: []byte("x"), Version: -1}}}
+				}
+				if r, err := s.tryDo(req); err != nil || r.Err != 0 {
+					errs <- fmt.Errorf("pre-restart write %d of client %d: %v %v", k, i, r, err)
+					return
+				}
+			}
+		}(i, s)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+func createReq(path, data string, mode fsm.CreateMode) *api.Request {
+	return &api.Request{Op: &api.Request_Create{Create: &api.CreateRequest{Path: path, Data: []byte(data),
+		Mode: int32(mode), Acl: []*api.ACL{{Perms: int32(fsm.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}}}}
+}
+
+// dialRetry connects a new session to addr, retrying every 10 ms (as a
+// client does while a restarted server comes up) for up to 20 s.
+func dialRetry(t testing.TB, addr string, req *api.ConnectRequest) (*rawSession, error) {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s, err := dialSession(t, addr, req)
+		if err == nil {
+			return s, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// clientAfterRestart connects at once and checks that each reply is its
+// own: the create's path is the one it asked for and holds its data, the
+// setData's Stat is the one a read then shows, its ephemeral is its own.
+func clientAfterRestart(t testing.TB, addr string, i int) (*rawSession, error) {
+	s, err := dialRetry(t, addr, &api.ConnectRequest{TimeoutMs: 10000})
+	if err != nil {
+		return nil, fmt.Errorf("client %d: connect: %v", i, err)
+	}
+	me := fmt.Sprintf("client-%d", i)
+	r, err := s.tryDo(createReq(fmt.Sprintf("/post/c%d-", i), me, fsm.ModePersistentSequential))
+	if err != nil || r.Err != 0 {
+		return s, fmt.Errorf("client %d: create: %v %v", i, r, err)
+	}
+	path := r.GetCreate().GetPath()
+	created := r.GetCreate().GetStat()
+	if !strings.HasPrefix(path, fmt.Sprintf("/post/c%d-", i)) || created.GetDataLength() != int32(len(me)) {
+		return s, fmt.Errorf("client %d: create answered %q %v: not this client's create", i, path, created)
+	}
+	r, err = s.tryDo(&api.Request{Op: &api.Request_SetData{SetData: &api.SetDataRequest{Path: path, Data: []byte(me + "-v1"), Version: 0}}})
+	if err != nil || r.Err != 0 {
+		return s, fmt.Errorf("client %d: setData %s: %v %v", i, path, r, err)
+	}
+	set := r.GetStat().GetStat()
+	r, err = s.tryDo(&api.Request{Op: &api.Request_GetData{GetData: &api.GetDataRequest{Path: path}}})
+	if err != nil || r.Err != 0 {
+		return s, fmt.Errorf("client %d: getData %s right after its create and setData: %v %v", i, path, r, err)
+	}
+	got := r.GetGetData()
+	if string(got.GetData()) != me+"-v1" || got.GetStat().GetVersion() != 1 ||
+		got.GetStat().GetMzxid() != set.GetMzxid() || got.GetStat().GetCzxid() != created.GetCzxid() ||
+		set.GetVersion() != 1 {
+		return s, fmt.Errorf("client %d: read %q %v after create %v and setData %v", i, got.GetData(), got.GetStat(), created, set)
+	}
+	r, err = s.tryDo(createReq(fmt.Sprintf("/post/e%d", i), me, fsm.ModeEphemeral))
+	if err != nil || r.Err != 0 || r.GetCreate().GetPath() != fmt.Sprintf("/post/e%d", i) ||
+		r.GetCreate().GetStat().GetEphemeralOwner() != s.id {
+		return s, fmt.Errorf("client %d (session 0x%x): ephemeral create answered %v %v", i, s.id, r, err)
+	}
+	return s, nil
+}
+
+// checkRestart writes through server target, restarts it and has many
+// clients connect to it and write at once.
+func checkRestart(t *testing.T, c *TestCluster, target int) {
+	t.Helper()
+	l := &restartLoad{sessions: map[int64][]byte{}}
+	setup := newSession(t, c.Servers[target].GRPCAddr())
+	mustOK(t, setup.create("/pre", "", fsm.ModePersistent))
+	mustOK(t, setup.create("/post", "", fsm.ModePersistent))
+	l.add(t, setup.id, setup.pw)
+	writeBefore(t, c.Servers[target].GRPCAddr(), 12, 30, l)
+
+	s := c.Restart(target)
+	const clients = 24
+	var wg sync.WaitGroup
+	sessions := make([]*rawSession, clients)
+	errs := make([]error, clients)
+	for i := 0; i < clients; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			sessions[i], errs[i] = clientAfterRestart(t, s.GRPCAddr(), i)
+		}(i)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	v := s.View()
+	for i, rs := range sessions {
+		l.add(t, rs.id, rs.pw)
+		info, ok := v.Session(rs.id)
+		if !ok || !bytes.Equal(info.Password, rs.pw) || len(rs.pw) != 16 {
+			t.Errorf("client %d: session 0x%x password %x; the session table holds %x (found %v)", i, rs.id, rs.pw, info.Password, ok)
+		}
+	}
+	// A password opens its own session and no other.
+	for i, rs := range sessions[:4] {
+		other := sessions[(i+1)%len(sessions)]
+		if _, err := dialSession(t, s.GRPCAddr(), &api.ConnectRequest{SessionId: rs.id, Password: other.pw, TimeoutMs: 10000}); err == nil {
+			t.Errorf("session 0x%x re-attached with session 0x%x's password", rs.id, other.id)
+		}
+		again, err := dialSession(t, s.GRPCAddr(), &api.ConnectRequest{SessionId: rs.id, Password: rs.pw, TimeoutMs: 10000})
+		if err != nil || again.id != rs.id {
+			t.Errorf("session 0x%x cannot re-attach with its own password: %v", rs.id, err)
+		}
+	}
+	if n := s.fsm.pendingCount(); n != 0 {
+		t.Errorf("%d requests still wait for their entries after every client was answered", n)
+	}
+}
+
+func TestRestartSingleNodeNewClientsGetTheirOwnResults(t *testing.T) {
+	c := NewTestCluster(t, 1, 0)
+	checkRestart(t, c, 0)
+}
+
+func TestRestartFollowerNewClientsGetTheirOwnResults(t *testing.T) {
+	c := NewTestCluster(t, 3, 0)
+	checkRestart(t, c, (c.Leader()+1)%3)
+}
+
+func TestRestartLeaderNewClientsGetTheirOwnResults(t *testing.T) {
+	c := NewTestCluster(t, 3, 0)
+	checkRestart(t, c, c.Leader())
+}
