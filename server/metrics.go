@@ -37,6 +37,12 @@ func newMetrics(s *Server) *metrics {
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.events,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "coord_server_proposal_mismatches_total",
+			Help: "Entries of this server's origin that carried another command than the request waiting for them (always 0; the request fails)."},
+			func() float64 { return float64(s.fsm.mismatched.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "coord_server_snapshot_failed_requests_total",
+			Help: "Requests failed (ConnectionLoss) because a snapshot was installed while they waited for their entries."},
+			func() float64 { return float64(s.fsm.skipped.Load()) }),
 		gauge("coord_fsm_znodes", "Znodes in this server's state.", func() float64 { return float64(s.fsm.fsm.View().NodeCount()) }),
 		gauge("coord_fsm_last_zxid", "Zxid of the last applied command.", func() float64 { return float64(s.fsm.fsm.LastZxid()) }),
 		gauge("coord_session_sessions", "Sessions in the cluster's session table.", func() float64 {

@@ -33,7 +33,7 @@ var errNoLeader = errors.New("server: no leader")
 // the log, which is what keeps a session's writes in order.
 func (s *Server) submit(cmd *fsm.Command, done func(applyResult)) {
 	seq := s.seq.Add(1)
-	s.fsm.expect(seq, done)
+	s.fsm.expect(seq, cmd, done)
 	fail := func(err error) { s.fsm.complete(seq, applyResult{err: err}) }
 	select {
 	case <-s.closing:

@@ -46,7 +46,33 @@ type raftFSM struct {
 
 	waitMu  sync.Mutex
 	waitCh  chan struct{} // closed and replaced whenever applied moves
-	pending map[uint64]func(applyResult)
+	pending map[uint64]waiter
+	// mismatched counts entries of this boot's origin whose command was not
+	// the one their waiter proposed (never, unless origins repeat); such a
+	// waiter fails rather than take another request's result.
+	mismatched atomic.Uint64
+	// skipped counts requests failed because a snapshot was installed
+	// while they waited.
+	skipped atomic.Uint64
+}
+
+// waiter is a request of this server waiting for the entry that carries
+// its command, with what identifies that command.
+type waiter struct {
+	done    func(applyResult)
+	typ     fsm.CmdType
+	session int64
+	owner   string
+	path    string
+}
+
+func newWaiter(cmd *fsm.Command, done func(applyResult)) waiter {
+	return waiter{done: done, typ: cmd.Type, session: cmd.Session, owner: cmd.Owner, path: cmd.Op.Path}
+}
+
+// carries reports whether cmd is the command w waits for.
+func (w waiter) carries(cmd *fsm.Command) bool {
+	return cmd.Type == w.typ && cmd.Session == w.session && cmd.Owner == w.owner && cmd.Op.Path == w.path
 }
 
 // position is a log entry's index and term.
@@ -59,17 +85,17 @@ type applyResult struct {
 }
 
 func newRaftFSM(s *Server) *raftFSM {
-	return &raftFSM{s: s, fsm: fsm.New(), waitCh: make(chan struct{}), commitCh: make(chan struct{}), kick: make(chan struct{}, 1), pending: map[uint64]func(applyResult){}}
+	return &raftFSM{s: s, fsm: fsm.New(), waitCh: make(chan struct{}), commitCh: make(chan struct{}), kick: make(chan struct{}, 1), pending: map[uint64]waiter{}}
 }
 
-// expect registers done to run with the outcome of the entry this server
-// proposes with seq. When the entry applies, done runs inside apply (so it
-// must be quick), which places a write's response in its session's stream
-// exactly where ZooKeeper would: after the events of earlier entries and
-// before those of later ones.
-func (r *raftFSM) expect(seq uint64, done func(applyResult)) {
+// expect registers done to run with the outcome of the entry that carries
+// cmd, which this server proposes with seq. When the entry applies, done
+// runs inside apply (so it must be quick), which places a write's response
+// in its session's stream exactly where ZooKeeper would: after the events
+// of earlier entries and before those of later ones.
+func (r *raftFSM) expect(seq uint64, cmd *fsm.Command, done func(applyResult)) {
 	r.waitMu.Lock()
-	r.pending[seq] = done
+	r.pending[seq] = newWaiter(cmd, done)
 	r.waitMu.Unlock()
 }
 
@@ -77,13 +103,36 @@ func (r *raftFSM) expect(seq uint64, done func(applyResult)) {
 // comes first).
 func (r *raftFSM) complete(seq uint64, ar applyResult) {
 	r.waitMu.Lock()
-	done, ok := r.pending[seq]
+	w, ok := r.pending[seq]
 	delete(r.pending, seq)
 	r.waitMu.Unlock()
 	if ok {
-		done(ar)
+		w.done(ar)
 	}
 }
+
+// completeApplied completes seq with the result of cmd, which an entry of
+// this boot's origin carried, if cmd is the command seq's waiter proposed.
+func (r *raftFSM) completeApplied(seq uint64, cmd *fsm.Command, ar applyResult) {
+	r.waitMu.Lock()
+	w, ok := r.pending[seq]
+	delete(r.pending, seq)
+	r.waitMu.Unlock()
+	if !ok {
+		return
+	}
+	if !w.carries(cmd) {
+		r.mismatched.Add(1)
+		r.s.log.Error("an entry of this server's origin carries another command than its waiter's; failing the request",
+			"seq", seq, "index", ar.index, "entry_type", cmd.Type, "waiter_type", w.typ)
+		w.done(applyResult{err: errProposalMismatch})
+		return
+	}
+	w.done(ar)
+}
+
+// errProposalMismatch: see raftFSM.mismatched.
+var errProposalMismatch = errors.New("server: the log entry for this request carries another command")
 
 // pendingCount is how many proposals of this server wait for their entry.
 func (r *raftFSM) pendingCount() int {
@@ -96,17 +145,17 @@ func (r *raftFSM) pendingCount() int {
 func (r *raftFSM) failAll(err error) { failPending(r.takePending(), err) }
 
 // takePending removes and returns every pending proposal.
-func (r *raftFSM) takePending() map[uint64]func(applyResult) {
+func (r *raftFSM) takePending() map[uint64]waiter {
 	r.waitMu.Lock()
 	defer r.waitMu.Unlock()
 	p := r.pending
-	r.pending = map[uint64]func(applyResult){}
+	r.pending = map[uint64]waiter{}
 	return p
 }
 
-func failPending(p map[uint64]func(applyResult), err error) {
-	for _, done := range p {
-		done(applyResult{err: err})
+func failPending(p map[uint64]waiter, err error) {
+	for _, w := range p {
+		w.done(applyResult{err: err})
 	}
 }
 
@@ -325,7 +374,7 @@ func (r *raftFSM) applyCommand(l *raft.Log) {
 		res, triggers := r.fsm.Apply(l.Term, cmd)
 		r.s.afterApply(cmd, res, triggers)
 		if ec.origin == r.s.origin {
-			r.complete(ec.seq, applyResult{res: res, index: l.Index})
+			r.completeApplied(ec.seq, cmd, applyResult{res: res, index: l.Index})
 		}
 	}
 }
@@ -372,7 +421,7 @@ func (r *raftFSM) Restore(rc io.ReadCloser) error {
 			"snapshot_index", index, "applied_index", applied)
 		return nil
 	}
-	var skipped map[uint64]func(applyResult)
+	var skipped map[uint64]waiter
 	r.mu.Lock()
 	err = r.fsm.Restore(br)
 	if err == nil {
@@ -384,6 +433,10 @@ func (r *raftFSM) Restore(rc io.ReadCloser) error {
 	}
 	r.mu.Unlock()
 	r.signalApplied()
+	if len(skipped) > 0 {
+		r.skipped.Add(uint64(len(skipped)))
+		r.s.log.Info("snapshot installed; failing the requests that waited for entries it may hold", "requests", len(skipped))
+	}
 	failPending(skipped, errSnapshotInstalled)
 	return err
 }

@@ -71,7 +71,7 @@ func snapshotOf(t testing.TB, r *raftFSM) []byte {
 func TestApplyCompletesOnlyThisBootsProposals(t *testing.T) {
 	s := newBareServer(t, "t#new")
 	var got []string
-	s.fsm.expect(1, func(ar applyResult) { got = append(got, ar.res.Path) })
+	s.fsm.expect(1, createCmd("/mine", nil), func(ar applyResult) { got = append(got, ar.res.Path) })
 	s.fsm.ApplyBatch([]*raft.Log{
 		entryOf(1, "t#old", 1, createCmd("/old", nil)), // the previous boot's seq 1
 		entryOf(2, "t", 1, createCmd("/bare-id", nil)), // an entry with the bare id
@@ -79,6 +79,18 @@ func TestApplyCompletesOnlyThisBootsProposals(t *testing.T) {
 	})
 	if len(got) != 1 || got[0] != "/mine" {
 		t.Fatalf("waiter completed with %q, want only /mine", got)
+	}
+	if s.fsm.mismatched.Load() != 0 {
+		t.Fatal("mismatch counted")
+	}
+
+	// Should an origin ever repeat, an entry carrying another command
+	// fails the waiter instead of handing it that command's result.
+	var errs []error
+	s.fsm.expect(2, createCmd("/x", nil), func(ar applyResult) { errs = append(errs, ar.err) })
+	s.fsm.ApplyBatch([]*raft.Log{entryOf(4, "t#new", 2, createCmd("/y", nil))})
+	if len(errs) != 1 || !errors.Is(errs[0], errProposalMismatch) || s.fsm.mismatched.Load() != 1 {
+		t.Fatalf("waiter for /x given the entry of /y: %v (mismatches %d)", errs, s.fsm.mismatched.Load())
 	}
 }
 
@@ -91,7 +103,7 @@ func TestRestoreFailsWaitingRequests(t *testing.T) {
 
 	s := newBareServer(t, "t#1")
 	done := make(chan error, 1)
-	s.fsm.expect(7, func(ar applyResult) { done <- ar.err })
+	s.fsm.expect(7, createCmd("/w", nil), func(ar applyResult) { done <- ar.err })
 	if err := s.fsm.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +138,7 @@ func TestRestoreRefusesOlderSnapshot(t *testing.T) {
 	s.fsm.ApplyBatch(logs)
 	before := s.View().Digest()
 	waiting := make(chan error, 1)
-	s.fsm.expect(3, func(ar applyResult) { waiting <- ar.err })
+	s.fsm.expect(3, createCmd("/w", nil), func(ar applyResult) { waiting <- ar.err })
 	if err := s.fsm.Restore(io.NopCloser(bytes.NewReader(oldSnap))); err != nil {
 		t.Fatal(err)
 	}

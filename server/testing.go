@@ -49,9 +49,19 @@ func TestConfig(tb testing.TB, id string) Config {
 // in the raft configuration with its role and a leader is elected.
 func NewTestCluster(tb testing.TB, voters, observers int) *TestCluster {
 	tb.Helper()
+	return NewTestClusterWith(tb, voters, observers, nil)
+}
+
+// NewTestClusterWith is NewTestCluster with tweak applied to each server's
+// configuration (after TestConfig) before it starts.
+func NewTestClusterWith(tb testing.TB, voters, observers int, tweak func(*Config)) *TestCluster {
+	tb.Helper()
 	c := &TestCluster{tb: tb}
 	for i := 0; i < voters+observers; i++ {
 		cfg := TestConfig(tb, fmt.Sprintf("s%d", i+1))
+		if tweak != nil {
+			tweak(&cfg)
+		}
 		if i == 0 {
 			cfg.Bootstrap = true
 		} else {
