@@ -22,7 +22,7 @@ type rig struct {
 }
 
 func newRig(t *testing.T) *rig {
-	return &rig{t: t, f: fsm.New(fsm.DefaultConfig()), r: New(), now: 1_700_000_000_000}
+	return &rig{t: t, f: fsm.New(), r: New(), now: 1_700_000_000_000}
 }
 
 // apply applies c and returns the events its triggers delivered and its zxid.
