@@ -78,6 +78,7 @@ func run(args []string) int {
 	raftTimeout := fs.Duration("raft-timeout", cfg.RaftTimeout, "raft heartbeat and election timeout (bounds failover)")
 	commitTimeout := fs.Duration("commit-timeout", cfg.CommitTimeout, "how soon an idle leader tells followers about a commit (on the latency of writes through followers)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	maxData := fs.Int("max-data-bytes", cfg.MaxDataBytes, "largest znode data this server accepts (ZooKeeper's jute.maxbuffer); checked before the log, so servers may differ")
 	gcPercent := fs.Int("gc-percent", defaultGCPercent, "Go garbage collector target (GOGC): heap growth, in percent, between collections; the environment's GOGC wins unless this flag is given")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -126,6 +127,12 @@ func run(args []string) int {
 			return 2
 		}
 		cfg.Peers = append(cfg.Peers, p)
+	}
+	if set["max-data-bytes"] {
+		// Room for the request around the data, on both front ends.
+		cfg.MaxDataBytes = *maxData
+		cfg.MaxRequestBytes = max(cfg.MaxRequestBytes, *maxData+64<<10)
+		cfg.MaxFrameBytes = max(cfg.MaxFrameBytes, *maxData+64<<10)
 	}
 	cfg.GossipJoin = splitList(*join, ",")
 	if !set["join"] && len(fc.Join) > 0 {

@@ -28,7 +28,8 @@ type Cluster interface {
 	Addrs() []string
 	// Addr returns server i's host:port, running or not.
 	Addr(i int) string
-	// Kill stops server i (coord: Server.Close; ZooKeeper: SIGKILL).
+	// Kill stops server i (in-process coord: Server.Close; coord processes
+	// and ZooKeeper: SIGKILL).
 	Kill(i int)
 	// Leader returns the index of the server that leads now (waiting for
 	// one); a single server is its own leader.
@@ -179,10 +180,13 @@ func (c *zkCluster) start(nd *zkNode) {
 		c.t.Fatal(err)
 	}
 	nd.log = filepath.Join(nd.dir, "server.log")
-	logf, err := os.Create(nd.log)
+	// Appended to, so that a restarted server's log keeps what it said
+	// before the crash.
+	logf, err := os.OpenFile(nd.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	fmt.Fprintf(logf, "=== test: starting ZooKeeper server %d at %s\n", nd.id, time.Now().Format(time.RFC3339Nano))
 	cp := zkJar
 	if _, err := os.Stat(slf4jSimple); err == nil {
 		cp += ":" + slf4jSimple
@@ -200,12 +204,13 @@ func (c *zkCluster) start(nd *zkNode) {
 	if err := nd.cmd.Start(); err != nil {
 		c.t.Fatalf("starting ZooKeeper: %v", err)
 	}
-	nd.done = make(chan struct{})
-	go func() {
-		nd.cmd.Wait()
+	done := make(chan struct{})
+	nd.done = done
+	go func(cmd *exec.Cmd) {
+		cmd.Wait()
 		logf.Close()
-		close(nd.done)
-	}()
+		close(done)
+	}(nd.cmd)
 }
 
 func (nd *zkNode) addr() string { return fmt.Sprintf("127.0.0.1:%d", nd.clientPort) }
@@ -236,6 +241,17 @@ func (c *zkCluster) Name() string      { return "zookeeper" }
 func (c *zkCluster) Size() int         { return len(c.nodes) }
 func (c *zkCluster) Addr(i int) string { return c.nodes[i].addr() }
 func (c *zkCluster) Kill(i int)        { c.nodes[i].stop() }
+func (c *zkCluster) Restart(i int)     { c.Kill(i); c.Start(i) }
+
+// Start starts a killed server again with the same zoo.cfg, ports and data
+// directory, without waiting for it to serve.
+func (c *zkCluster) Start(i int) {
+	c.t.Helper()
+	if c.nodes[i].running() {
+		c.t.Fatalf("ZooKeeper server %d is already running", c.nodes[i].id)
+	}
+	c.start(c.nodes[i])
+}
 
 func (c *zkCluster) Addrs() []string {
 	var out []string

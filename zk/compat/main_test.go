@@ -8,4 +8,8 @@ import (
 	"coord/server"
 )
 
-func TestMain(m *testing.M) { os.Exit(server.RunWithWatchdog(m, 5*time.Minute)) }
+func TestMain(m *testing.M) {
+	code := server.RunWithWatchdog(m, 5*time.Minute)
+	removeCoordBinary() // built by coordBinary for the tests that run coord processes
+	os.Exit(code)
+}
