@@ -141,12 +141,16 @@ func (c *Conn) noteZxid(z int64) {
 }
 
 // setState records a new state and reports it; the caller holds c.mu.
-func (c *Conn) setState(st State) {
+func (c *Conn) setState(st State) { c.setStateErr(st, nil) }
+
+// setStateErr is setState with the reason for the change (a Disconnected
+// event carries why the stream ended).
+func (c *Conn) setStateErr(st State, err error) {
 	if c.state == st && st != StateConnected {
 		return
 	}
 	c.state = st
-	ev := Event{Type: EventSession, State: st, Server: c.server}
+	ev := Event{Type: EventSession, State: st, Err: err, Server: c.server}
 	c.events.push(ev)
 	if st != StateConnecting {
 		c.watches.session(ev)
@@ -159,7 +163,7 @@ func (c *Conn) run(s *stream) {
 	for {
 		err := s.serve()
 		st, cause := c.classify(err)
-		c.detach(s, st)
+		c.detach(s, st, err)
 		if st.terminal() {
 			c.end(st, cause)
 			return
@@ -191,8 +195,9 @@ func (c *Conn) classify(err error) (State, error) {
 	return StateDisconnected, nil
 }
 
-// detach takes s out of service and fails its pending calls.
-func (c *Conn) detach(s *stream, st State) {
+// detach takes s out of service and fails its pending calls; why is the
+// error that ended the stream.
+func (c *Conn) detach(s *stream, st State, why error) {
 	code := fsm.ConnectionLoss
 	if st == StateExpired {
 		code = fsm.SessionExpired
@@ -202,7 +207,7 @@ func (c *Conn) detach(s *stream, st State) {
 		c.stream = nil
 		c.ready = make(chan struct{})
 		if !st.terminal() {
-			c.setState(StateDisconnected)
+			c.setStateErr(StateDisconnected, why)
 		}
 	}
 	c.mu.Unlock()

@@ -80,7 +80,7 @@ type Event struct {
 	State  State
 	Path   string // the znode that changed; empty for session events
 	Zxid   int64  // the change's zxid; -1 when the server synthesized the event on re-attach
-	Err    error  // set on EventNotWatching and terminal session events
+	Err    error  // set on EventNotWatching, terminal session events and Disconnected (why the stream ended)
 	Server string // the server the session is attached to, on session events
 }
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -168,5 +169,46 @@ func TestAgainstRealCluster(t *testing.T) {
 	}
 	if ok, _, err := other.Exists(ctx, eph); ok || err != nil {
 		t.Fatalf("ephemeral after Close: %v %v", ok, err)
+	}
+}
+
+// A server cut off from the quorum drops the session's stream within a
+// third of its timeout (issue 13): the client reports Disconnected with the
+// reason, re-attaches to another server and keeps its session and its
+// ephemeral node.
+func TestIsolatedServerHandsTheSessionOver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-server cluster")
+	}
+	tc := server.NewTestCluster(t, 3, 0)
+	victim := (tc.Leader() + 1) % 3
+	addrs := []string{tc.Servers[victim].GRPCAddr(), tc.Servers[(victim+1)%3].GRPCAddr(), tc.Servers[(victim+2)%3].GRPCAddr()}
+	c, events := realConnect(t, addrs, client.WithSessionTimeout(3*time.Second), client.WithShuffle(false))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if c.Server() != addrs[0] {
+		t.Fatalf("the client attached to %s, not to the first server %s", c.Server(), addrs[0])
+	}
+	if _, err := c.Create(ctx, "/lock", nil, fsm.ModeEphemeral, fsm.OpenACLUnsafe); err != nil {
+		t.Fatal(err)
+	}
+	id := c.SessionID()
+	isolated := time.Now()
+	tc.Isolate(victim)
+	defer tc.Heal(victim)
+	ev := waitEvent(t, events, func(e client.Event) bool { return e.Type == client.EventSession && e.State == client.StateDisconnected })
+	if ev.Err == nil || !strings.Contains(ev.Err.Error(), "no contact with a leader") {
+		t.Errorf("Disconnected event: %v, want the lost leader as its reason", ev)
+	}
+	if d := time.Since(isolated); d > 2*time.Second {
+		t.Errorf("disconnected %v after the isolation; the bound is 1 s", d)
+	}
+	ev = waitEvent(t, events, func(e client.Event) bool { return e.Type == client.EventSession && e.State == client.StateConnected })
+	if ev.Server == addrs[0] || c.SessionID() != id {
+		t.Fatalf("re-attached to %s as session 0x%x, want another server and session 0x%x", ev.Server, c.SessionID(), id)
+	}
+	ok, st, err := c.Exists(ctx, "/lock")
+	if err != nil || !ok || st.EphemeralOwner != id {
+		t.Fatalf("the ephemeral after re-attaching: %v %v %v", ok, st, err)
 	}
 }

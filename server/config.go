@@ -64,6 +64,14 @@ type Config struct {
 	// ContainerCheckInterval is how often the leader looks for empty
 	// containers and lapsed TTL nodes (ZooKeeper: 60 s).
 	ContainerCheckInterval time.Duration
+	// LeaderLossFraction: a server that has had no contact with a leader
+	// for this fraction of a session's timeout closes the session's
+	// connection, and one that has had none for this fraction of
+	// MinSessionTimeout refuses new connections (leaderloss.go), so a
+	// client of a server cut off from the quorum is told Disconnected at
+	// least (2/3 - LeaderLossFraction) × its timeout before the majority
+	// can expire its session. Above 0 and below 2/3; default 1/3.
+	LeaderLossFraction float64
 	// MaxOutstanding bounds a session's requests in flight; beyond it the
 	// server stops reading the session's stream until some complete.
 	MaxOutstanding int
@@ -121,6 +129,7 @@ func DefaultConfig() Config {
 		MinSessionTimeout:      2 * tick,
 		MaxSessionTimeout:      20 * tick,
 		ContainerCheckInterval: time.Minute,
+		LeaderLossFraction:     1.0 / 3,
 		MaxOutstanding:         1000,
 		MaxRequestBytes:        DefaultMaxDataBytes + 64<<10,
 		MaxDataBytes:           DefaultMaxDataBytes,
@@ -153,6 +162,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("server: Config.MaxRequestBytes = %d, want >= 1024", c.MaxRequestBytes)
 	case c.MaxDataBytes < 0 || c.MaxDataBytes > 1<<30:
 		return fmt.Errorf("server: Config.MaxDataBytes = %d, want 0 (the default, %d) to %d", c.MaxDataBytes, DefaultMaxDataBytes, 1<<30)
+	case !(c.LeaderLossFraction > 0 && c.LeaderLossFraction < 2.0/3):
+		return fmt.Errorf("server: Config.LeaderLossFraction = %v, want above 0 and below 2/3", c.LeaderLossFraction)
 	case c.ContainerCheckInterval <= 0:
 		return fmt.Errorf("server: Config.ContainerCheckInterval = %v, want > 0", c.ContainerCheckInterval)
 	case c.DiskCheckInterval <= 0:

@@ -218,6 +218,13 @@ func (o *outbox) close(err error) {
 	o.signal(o.wake)
 }
 
+// closeErr is the error the box was closed with.
+func (o *outbox) closeErr() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
+}
+
 // next returns the messages ready to send; ok is false once the box is
 // closed and everything queued before has been returned.
 func (o *outbox) next() (msgs []*api.ServerMessage, ok bool) {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 
@@ -58,6 +59,10 @@ func (cs *coordService) Session(stream api.Coord_SessionServer) error {
 	for {
 		msgs, ok := c.out.next()
 		if !ok {
+			if err := c.out.closeErr(); errors.Is(err, errLeaderLost) {
+				// Tell the client why, so it moves to another server.
+				return status.Error(codes.Unavailable, err.Error())
+			}
 			return nil
 		}
 		for _, m := range msgs {
@@ -105,6 +110,14 @@ func (s *Server) connect(ctx context.Context, req *api.ConnectRequest, ip string
 			return nil, nil, status.Error(codes.Unauthenticated, err.Error())
 		}
 		auth = append(auth, id)
+	}
+	// A server cut off from its leader takes no session (leaderloss.go):
+	// wait a little for contact, then send the client elsewhere.
+	sctx, scancel := context.WithTimeout(ctx, s.leaderWait())
+	err := s.waitServing(sctx)
+	scancel()
+	if err != nil {
+		return nil, nil, status.Error(codes.Unavailable, err.Error())
 	}
 	// Never answer from a state older than what the client has seen: wait
 	// a little for this server to catch up, then send the client elsewhere.

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
 	"runtime"
 	"testing"
 	"time"
@@ -131,6 +132,14 @@ func (s *rawSession) tryDo(req *api.Request) (*api.Response, error) {
 	s.xid++
 	req.Xid = s.xid
 	if err := s.stream.Send(&api.ClientMessage{Msg: &api.ClientMessage_Request{Request: req}}); err != nil {
+		if err == io.EOF {
+			// The server ended the stream: its status says why.
+			for {
+				if _, rerr := s.stream.Recv(); rerr != nil {
+					return nil, rerr
+				}
+			}
+		}
 		return nil, err
 	}
 	return s.tryRecv(s.xid)

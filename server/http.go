@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -50,13 +51,18 @@ func (s *Server) HTTPAddr() string {
 }
 
 // serveHealth answers 200 when this server is part of a cluster with a
-// leader it has heard from, 503 otherwise.
+// leader it has heard from and serves sessions (leaderloss.go), 503
+// otherwise.
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	_, leader := s.raft.LeaderWithID()
 	state := s.raft.State()
-	healthy := leader != "" && state != raft.Shutdown && state != raft.Candidate
+	serving := s.Serving()
+	healthy := leader != "" && state != raft.Shutdown && state != raft.Candidate && serving
 	body := map[string]any{"id": s.cfg.ID, "role": s.Role(), "leader": string(leader), "healthy": healthy,
-		"applied_index": s.fsm.applied.Load()}
+		"serving": serving, "applied_index": s.fsm.applied.Load()}
+	if age := s.leaderContactAge(time.Now()); age < math.MaxInt64 {
+		body["leader_contact_age_ms"] = age.Milliseconds()
+	}
 	w.Header().Set("Content-Type", "application/json")
 	if !healthy {
 		w.WriteHeader(http.StatusServiceUnavailable)

@@ -18,6 +18,11 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	events   prometheus.Counter
+	// leaderLossDrops counts client connections closed because this
+	// server lost contact with a leader; notServing the times it stopped
+	// serving (leaderloss.go).
+	leaderLossDrops prometheus.Counter
+	notServing      prometheus.Counter
 }
 
 func newMetrics(s *Server) *metrics {
@@ -32,10 +37,22 @@ func newMetrics(s *Server) *metrics {
 	m.events = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "coord_watch_events_total", Help: "Watch events queued to sessions connected here.",
 	})
+	m.leaderLossDrops = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "coord_server_leader_loss_disconnects_total", Help: "Client connections closed because this server had no contact with a leader for the session's bound.",
+	})
+	m.notServing = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "coord_server_not_serving_total", Help: "Times this server stopped serving because it had no contact with a leader.",
+	})
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.events,
+	m.reg.MustRegister(m.requests, m.latency, m.events, m.leaderLossDrops, m.notServing,
+		gauge("coord_server_serving", "1 if this server serves sessions (it has contact with a leader).", func() float64 {
+			if s.Serving() {
+				return 1
+			}
+			return 0
+		}),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "coord_server_proposal_mismatches_total",
 			Help: "Entries of this server's origin that carried another command than the request waiting for them (always 0; the request fails)."},

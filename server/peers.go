@@ -4,7 +4,6 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // peerConns keeps one gRPC connection per other server, so server-to-server
@@ -13,6 +12,7 @@ type peerConns struct {
 	mu     sync.Mutex
 	conns  map[string]*grpc.ClientConn
 	closed bool
+	opts   []grpc.DialOption // netGate.peerDialOptions
 }
 
 func (p *peerConns) get(addr string) (*grpc.ClientConn, error) {
@@ -24,7 +24,7 @@ func (p *peerConns) get(addr string) (*grpc.ClientConn, error) {
 	if cc, ok := p.conns[addr]; ok {
 		return cc, nil
 	}
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(addr, p.opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
 	"coord/api"
@@ -187,7 +186,7 @@ func (f *forwarder) tryConnectLocked(ctx context.Context) error {
 		return nil
 	}
 	f.resetLocked(errors.New("server: leader changed"))
-	cc, err := grpc.NewClient(m.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(m.GRPCAddr, f.s.gate.peerDialOptions()...)
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,7 @@ type Server struct {
 	watches   *watch.Registry
 	tracker   *session.Tracker
 
+	gate    *netGate // all traffic with the other servers (netgate.go)
 	grpcLis net.Listener
 	grpc    *grpc.Server
 	fwd     *forwarder
@@ -64,6 +65,7 @@ type Server struct {
 	seq     atomic.Uint64 // proposal sequence numbers of this boot
 	connSeq atomic.Uint64 // numbers the client connections of this boot
 	diskLow atomic.Bool   // the data directory is below MinFreeDisk
+	ledAt   atomic.Int64  // when this server last saw itself lead (unix ns; leaderloss.go)
 
 	mu       sync.Mutex
 	conns    map[int64]*conn         // sessions connected here
@@ -106,7 +108,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg: cfg, log: log, clock: session.SystemClock{}, origin: cfg.ID + "#" + boot,
+		cfg: cfg, log: log, clock: session.SystemClock{}, origin: cfg.ID + "#" + boot, gate: newNetGate(),
 		watches: watch.New(),
 		conns:   map[int64]*conn{}, timeouts: map[int64]time.Duration{}, touched: map[int64]struct{}{},
 		members: map[string]Member{}, closing: make(chan struct{}), zkByConn: map[*conn]*zkConn{}, started: time.Now(),
@@ -118,6 +120,7 @@ func New(cfg Config) (*Server, error) {
 	s.tracker = tracker
 	s.fsm = newRaftFSM(s)
 	s.prop = newProposer(s)
+	s.peers.opts = s.gate.peerDialOptions()
 	s.metrics = newMetrics(s)
 	for _, p := range cfg.Peers {
 		s.members[p.ID] = Member{ID: p.ID, RaftAddr: p.RaftAddr, GRPCAddr: p.GRPCAddr, Observer: p.Observer}
@@ -157,7 +160,8 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.checkDisk()
-	s.wg.Add(6)
+	s.wg.Add(7)
+	go s.leaderLossLoop()
 	go s.prop.run()
 	go s.followCommits()
 	go func() { defer s.wg.Done(); s.fsm.runApplier(s.logs, s.closing) }()
@@ -214,11 +218,21 @@ func (s *Server) startRaft() error {
 	if addr.Port == 0 {
 		advertise = nil // the listener's address, once the kernel picked the port
 	}
-	trans, err := raft.NewTCPTransportWithLogger(s.cfg.RaftAddr, advertise, 5, 10*time.Second, hclogger(s.log, "transport"))
+	lis, err := net.Listen("tcp", s.cfg.RaftAddr)
 	if err != nil {
 		store.Close()
 		return fmt.Errorf("server: raft transport: %w", err)
 	}
+	stream := &gatedStream{Listener: lis, advertise: advertise, gate: s.gate}
+	if a, ok := stream.Addr().(*net.TCPAddr); !ok || a.IP == nil || a.IP.IsUnspecified() {
+		lis.Close()
+		store.Close()
+		return fmt.Errorf("server: RaftAddr %s is not an address the other servers can reach this one at", s.cfg.RaftAddr)
+	}
+	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  stream,
+		MaxPool: 5, Timeout: 10 * time.Second, Logger: hclogger(s.log, "transport"),
+	})
 	if s.cfg.Bootstrap {
 		has, err := raft.HasExistingState(store, store, snaps)
 		if err != nil {
@@ -289,7 +303,8 @@ func (s *Server) startGRPC() error {
 		return fmt.Errorf("server: gRPC listener: %w", err)
 	}
 	s.grpcLis = lis
-	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(s.cfg.MaxRequestBytes), grpc.MaxSendMsgSize(s.cfg.MaxRequestBytes+1<<20))
+	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(s.cfg.MaxRequestBytes), grpc.MaxSendMsgSize(s.cfg.MaxRequestBytes+1<<20),
+		grpc.ChainUnaryInterceptor(s.gate.unaryInterceptor), grpc.ChainStreamInterceptor(s.gate.streamInterceptor))
 	api.RegisterCoordServer(s.grpc, &coordService{s: s})
 	api.RegisterAdminServer(s.grpc, &adminService{s: s})
 	api.RegisterInternalServer(s.grpc, &internalService{s: s})

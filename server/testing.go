@@ -260,3 +260,11 @@ func RunWithWatchdog(m *testing.M, limit time.Duration) int {
 	defer t.Stop()
 	return m.Run()
 }
+
+// Isolate cuts server i off from the other servers, as a network partition
+// does (its raft and server-to-server connections are closed and refused),
+// while its clients still reach it. Heal undoes it.
+func (c *TestCluster) Isolate(i int) { c.Servers[i].gate.isolate() }
+
+// Heal reconnects server i to the others after Isolate.
+func (c *TestCluster) Heal(i int) { c.Servers[i].gate.heal() }

@@ -23,12 +23,20 @@ func (s *Server) fourLetterWord(nc net.Conn, cmd string) {
 		nc.Write([]byte(zk.NotWhitelisted(cmd)))
 		return
 	}
+	serving := s.Serving()
+	if !serving && zk.ServingOnly(cmd) {
+		nc.Write([]byte(zk.NotServing + "\n"))
+		return
+	}
 	var out string
 	switch cmd {
 	case "ruok":
 		out = zk.FormatRuok()
 	case "isro":
 		out = zk.FormatIsro(false)
+		if !serving {
+			out = "null"
+		}
 	case "srvr":
 		out = zk.FormatSrvr(s.serverStats())
 	case "stat":

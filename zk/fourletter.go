@@ -33,6 +33,18 @@ func FormatIsro(readOnly bool) string {
 	return "rw"
 }
 
+// ServingOnly reports whether cmd answers NotServing (and a newline) while
+// the server is not serving requests, as when it has lost its leader: srvr,
+// stat, cons, mntr, conf, dump, the wch* words, srst, crst and dirs. ruok,
+// envi and gtmk answer as usual; isro says "null".
+func ServingOnly(cmd string) bool {
+	switch cmd {
+	case "srvr", "stat", "cons", "mntr", "conf", "dump", "wchs", "wchc", "wchp", "srst", "crst", "dirs":
+		return true
+	}
+	return false
+}
+
 // NotWhitelisted is ZooKeeper's answer to a known command that is not in
 // zookeeper.4lw.commands.whitelist.
 func NotWhitelisted(cmd string) string {

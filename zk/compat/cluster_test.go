@@ -86,12 +86,14 @@ const zkTick = 100 * time.Millisecond
 type zkCluster struct {
 	t     testing.TB
 	dir   string
+	opts  procOpts
 	nodes []*zkNode
 }
 
 type zkNode struct {
 	id               int
 	dir              string
+	host, netns      string
 	clientPort       int
 	quorum, election int
 	cmd              *exec.Cmd
@@ -111,12 +113,27 @@ func requireZooKeeper(t testing.TB) {
 
 func newZKCluster(t testing.TB, n int) *zkCluster {
 	t.Helper()
+	return newZKClusterOpts(t, n, procOpts{})
+}
+
+// newZKClusterOpts is newZKCluster with the servers placed and timed by o
+// (see procOpts).
+func newZKClusterOpts(t testing.TB, n int, o procOpts) *zkCluster {
+	t.Helper()
 	requireZooKeeper(t)
-	c := &zkCluster{t: t, dir: t.TempDir()}
-	ports := freePorts(t, 3*n)
+	c := &zkCluster{t: t, dir: t.TempDir(), opts: o}
+	var ports []int
+	if len(o.hosts) == 0 {
+		ports = freePorts(t, 3*n)
+	}
 	for i := 0; i < n; i++ {
-		c.nodes = append(c.nodes, &zkNode{id: i + 1, dir: filepath.Join(c.dir, fmt.Sprintf("zk%d", i+1)),
-			clientPort: ports[3*i], quorum: ports[3*i+1], election: ports[3*i+2]})
+		nd := &zkNode{id: i + 1, dir: filepath.Join(c.dir, fmt.Sprintf("zk%d", i+1)), host: o.host(i), netns: o.ns(i)}
+		if ports == nil {
+			nd.clientPort, nd.quorum, nd.election = zkPorts[0], zkPorts[1], zkPorts[2]
+		} else {
+			nd.clientPort, nd.quorum, nd.election = ports[3*i], ports[3*i+1], ports[3*i+2]
+		}
+		c.nodes = append(c.nodes, nd)
 	}
 	t.Cleanup(func() {
 		for _, nd := range c.nodes {
@@ -163,13 +180,25 @@ func (c *zkCluster) start(nd *zkNode) {
 		c.t.Fatal(err)
 	}
 	var cfg bytes.Buffer
-	fmt.Fprintf(&cfg, "tickTime=%d\ninitLimit=50\nsyncLimit=20\n", zkTick.Milliseconds())
-	fmt.Fprintf(&cfg, "dataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n", data, nd.clientPort)
-	fmt.Fprintf(&cfg, "minSessionTimeout=200\nmaxSessionTimeout=20000\n")
+	tick, initLimit, syncLimit := zkTick, 50, 20
+	if c.opts.tick != 0 {
+		tick = c.opts.tick
+	}
+	if c.opts.initLimit != 0 {
+		initLimit = c.opts.initLimit
+	}
+	if c.opts.syncLimit != 0 {
+		syncLimit = c.opts.syncLimit
+	}
+	fmt.Fprintf(&cfg, "tickTime=%d\ninitLimit=%d\nsyncLimit=%d\n", tick.Milliseconds(), initLimit, syncLimit)
+	fmt.Fprintf(&cfg, "dataDir=%s\nclientPort=%d\nclientPortAddress=%s\n", data, nd.clientPort, nd.host)
+	if c.opts.tick == 0 {
+		fmt.Fprintf(&cfg, "minSessionTimeout=200\nmaxSessionTimeout=20000\n")
+	}
 	fmt.Fprintf(&cfg, "admin.enableServer=false\n4lw.commands.whitelist=*\nmaxClientCnxns=0\n")
 	if len(c.nodes) > 1 {
 		for _, o := range c.nodes {
-			fmt.Fprintf(&cfg, "server.%d=127.0.0.1:%d:%d\n", o.id, o.quorum, o.election)
+			fmt.Fprintf(&cfg, "server.%d=%s:%d:%d\n", o.id, o.host, o.quorum, o.election)
 		}
 		if err := os.WriteFile(filepath.Join(data, "myid"), []byte(fmt.Sprintf("%d\n", nd.id)), 0o644); err != nil {
 			c.t.Fatal(err)
@@ -191,12 +220,14 @@ func (c *zkCluster) start(nd *zkNode) {
 	if _, err := os.Stat(slf4jSimple); err == nil {
 		cp += ":" + slf4jSimple
 	}
-	nd.cmd = exec.Command("java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+	args := []string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Dzookeeper.extendedTypesEnabled=true", // TTL nodes
 		"-Dznode.container.checkIntervalMs=100", // containers and TTLs reaped promptly, as coord's test config
 		"-Dzookeeper.admin.enableServer=false",
-		"-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
-		"-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath)
+		"-Dorg.slf4j.simpleLogger.defaultLogLevel=info"}
+	args = append(args, c.opts.jvmProps...)
+	args = append(args, "-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath)
+	nd.cmd = inNetns(nd.netns, "java", args...)
 	nd.cmd.Stdout, nd.cmd.Stderr = logf, logf
 	// The JVM dies with the test binary even if the test never gets to its
 	// cleanup (a panic, a timeout).
@@ -213,7 +244,7 @@ func (c *zkCluster) start(nd *zkNode) {
 	}(nd.cmd)
 }
 
-func (nd *zkNode) addr() string { return fmt.Sprintf("127.0.0.1:%d", nd.clientPort) }
+func (nd *zkNode) addr() string { return fmt.Sprintf("%s:%d", nd.host, nd.clientPort) }
 
 func (nd *zkNode) running() bool {
 	select {

@@ -32,11 +32,70 @@ type procCluster interface {
 // and stops them when the test ends.
 func newProcCluster(t testing.TB, n int) procCluster {
 	t.Helper()
+	return newProcClusterOpts(t, n, procOpts{})
+}
+
+// procOpts places a process cluster's servers and sets its timings. The
+// zero value is newProcCluster's: loopback, ports the kernel had free, a
+// 100 ms tick and session timeouts in [200 ms, 20 s], as the in-process
+// TestConfig.
+type procOpts struct {
+	// netns[i], if set, is the network namespace server i runs in (ip
+	// netns exec; see netLab).
+	netns []string
+	// hosts[i], if set, is the address server i listens on for everything,
+	// with fixed ports (coordPorts, zkPorts): its namespace has them all to
+	// itself.
+	hosts []string
+	// tick is coord's -tick and ZooKeeper's tickTime; when set, session
+	// timeouts are both servers' defaults, [2, 20] ticks.
+	tick time.Duration
+	// raftTimeout is coord's -raft-timeout (0: 200 ms).
+	raftTimeout time.Duration
+	// initLimit and syncLimit are ZooKeeper's, in ticks (0: 50 and 20).
+	initLimit, syncLimit int
+	// jvmProps are more -D options for ZooKeeper's JVMs.
+	jvmProps []string
+}
+
+func (o procOpts) host(i int) string {
+	if i < len(o.hosts) && o.hosts[i] != "" {
+		return o.hosts[i]
+	}
+	return "127.0.0.1"
+}
+
+func (o procOpts) ns(i int) string {
+	if i < len(o.netns) {
+		return o.netns[i]
+	}
+	return ""
+}
+
+// inNetns is the command that runs name with args in network namespace ns
+// ("" : this one). ip netns exec execs the command in its own process, so
+// the process, its pid and its Pdeathsig are the server's.
+func inNetns(ns, name string, args ...string) *exec.Cmd {
+	if ns == "" {
+		return exec.Command(name, args...)
+	}
+	return exec.Command("ip", append([]string{"netns", "exec", ns, name}, args...)...)
+}
+
+// The fixed ports of a server that has its own address (procOpts.hosts).
+var (
+	coordPorts = [4]int{7000, 7001, 2181, 8080} // raft, gRPC, ZooKeeper, HTTP
+	zkPorts    = [3]int{2181, 2888, 3888}       // client, quorum, election
+)
+
+// newProcClusterOpts is newProcCluster with servers placed and timed by o.
+func newProcClusterOpts(t testing.TB, n int, o procOpts) procCluster {
+	t.Helper()
 	switch target() {
 	case "coord":
-		return newCoordProcs(t, n)
+		return newCoordProcs(t, n, o)
 	case "zookeeper":
-		return newZKCluster(t, n)
+		return newZKClusterOpts(t, n, o)
 	}
 	t.Fatalf("%s=%q: want coord or zookeeper", targetEnv, target())
 	return nil
@@ -102,6 +161,7 @@ type coordProcs struct {
 
 type coordProc struct {
 	id                   string
+	netns                string
 	dir                  string
 	raft, grpc, zk, http string
 	args                 []string
@@ -110,16 +170,24 @@ type coordProc struct {
 	done                 chan struct{}
 }
 
-func newCoordProcs(t testing.TB, n int) *coordProcs {
+func newCoordProcs(t testing.TB, n int, o procOpts) *coordProcs {
 	t.Helper()
 	c := &coordProcs{t: t, bin: coordBinary(t)}
 	dir := t.TempDir()
-	ports := freePorts(t, 4*n)
+	var ports []int
+	if len(o.hosts) == 0 {
+		ports = freePorts(t, 4*n)
+	}
 	var peers []string
 	for i := 0; i < n; i++ {
-		addr := func(k int) string { return fmt.Sprintf("127.0.0.1:%d", ports[4*i+k]) }
+		addr := func(k int) string {
+			if ports == nil {
+				return fmt.Sprintf("%s:%d", o.host(i), coordPorts[k])
+			}
+			return fmt.Sprintf("127.0.0.1:%d", ports[4*i+k])
+		}
 		nd := &coordProc{id: fmt.Sprintf("s%d", i+1), dir: filepath.Join(dir, fmt.Sprintf("s%d", i+1)),
-			raft: addr(0), grpc: addr(1), zk: addr(2), http: addr(3)}
+			netns: o.ns(i), raft: addr(0), grpc: addr(1), zk: addr(2), http: addr(3)}
 		nd.log = filepath.Join(nd.dir, "server.log")
 		c.nodes = append(c.nodes, nd)
 		peers = append(peers, fmt.Sprintf("%s=%s,%s", nd.id, nd.raft, nd.grpc))
@@ -127,8 +195,17 @@ func newCoordProcs(t testing.TB, n int) *coordProcs {
 	for _, nd := range c.nodes {
 		nd.args = []string{"-id", nd.id, "-data-dir", filepath.Join(nd.dir, "data"),
 			"-raft-addr", nd.raft, "-grpc-addr", nd.grpc, "-zk-addr", nd.zk, "-http-addr", nd.http,
-			"-gossip-addr", "", "-tick", "100ms", "-raft-timeout", "200ms",
-			"-min-session-timeout", "200ms", "-max-session-timeout", "20s"}
+			"-gossip-addr", ""}
+		if o.tick == 0 {
+			nd.args = append(nd.args, "-tick", "100ms", "-min-session-timeout", "200ms", "-max-session-timeout", "20s")
+		} else {
+			nd.args = append(nd.args, "-tick", o.tick.String())
+		}
+		raftTimeout := o.raftTimeout
+		if raftTimeout == 0 {
+			raftTimeout = 200 * time.Millisecond
+		}
+		nd.args = append(nd.args, "-raft-timeout", raftTimeout.String())
 		if n > 1 {
 			nd.args = append(nd.args, "-peers", strings.Join(peers, ";"), "-bootstrap")
 		}
@@ -193,8 +270,8 @@ func (c *coordProcs) Start(i int) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	fmt.Fprintf(logf, "=== test: starting %s %s at %s\n", c.bin, strings.Join(nd.args, " "), time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(c.bin, nd.args...)
+	cmd := inNetns(nd.netns, c.bin, nd.args...)
+	fmt.Fprintf(logf, "=== test: starting %s at %s\n", strings.Join(cmd.Args, " "), time.Now().Format(time.RFC3339Nano))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// The server dies with the test binary even if the test never gets to
 	// its cleanup (a panic, a timeout).

@@ -1,0 +1,138 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// A server cut off from the quorum must drop its clients before the
+// majority can expire their sessions: otherwise a client keeps being
+// answered (pings included) and believes it still holds, say, a lock whose
+// ephemeral node the majority has already deleted for another client to
+// take.
+//
+// Each server knows when it last heard from a leader: a follower or
+// observer from raft's last contact (every AppendEntries and heartbeat; the
+// leader sends one every RaftTimeout/10), a leader always (raft's leader
+// lease makes a leader that cannot reach a quorum step down within
+// RaftTimeout, and raft counts the step-down as contact). Once that
+// contact is older than LeaderLossFraction × a session's negotiated
+// timeout, the server closes the session's connection (ZooKeeper clients
+// then move to another server and re-attach, keeping their session if it
+// is alive), and it refuses new connections while its contact is older
+// than that bound for the shortest timeout (it is "not serving", as srvr
+// says). An ordinary election (a few hundred milliseconds) stays inside
+// the bound and drops no one.
+//
+// Why the client learns it in time (T the session timeout, f the fraction,
+// c the check interval, at most 50 ms): the client's last request or ping
+// before the partition reached the server at most T/3 before it (ZooKeeper
+// clients ping at T/3 when idle), so the majority's leader can expire the
+// session no earlier than T - T/3 = 2T/3 after the partition (a new leader
+// even gives every session a full T from its takeover). The isolated server
+// heard from its leader until the partition and closes the connection at
+// most f·T + c after it: the client is told Disconnected at least
+// (2/3 - f)·T - c before its session can expire (T/3 - c with the default
+// f = 1/3; 1.95 s for a 6 s session). An isolated leader first keeps its
+// lease for up to RaftTimeout, but the new leader's full-T grace leaves it
+// (1 - f)·T - RaftTimeout - c.
+
+// errLeaderLost closes the connections of a server cut off from its leader.
+var errLeaderLost = errors.New("server: no contact with a leader; closing the connection so the client moves to another server")
+
+// leaderContactAge is how long ago this server last heard from a leader
+// (zero on the leader; the largest duration if it never has).
+func (s *Server) leaderContactAge(now time.Time) time.Duration {
+	if s.raft.State() == raft.Leader {
+		s.ledAt.Store(now.UnixNano())
+		return 0
+	}
+	lc := s.raft.LastContact()
+	// A leader that steps down counts as contact: raft records it too, but
+	// only after it reports the new state, and meanwhile its last contact
+	// is the one from before it led.
+	if led := time.Unix(0, s.ledAt.Load()); s.ledAt.Load() != 0 && led.After(lc) {
+		lc = led
+	}
+	if lc.IsZero() {
+		return math.MaxInt64
+	}
+	return max(now.Sub(lc), 0)
+}
+
+// leaderLossBound is how long a session with this timeout stays connected
+// to a server that has no contact with a leader.
+func (s *Server) leaderLossBound(timeout time.Duration) time.Duration {
+	return time.Duration(float64(timeout) * s.cfg.LeaderLossFraction)
+}
+
+// Serving reports whether this server serves read-write sessions: it has
+// heard from a leader within the bound of the shortest session timeout.
+func (s *Server) Serving() bool {
+	return s.leaderContactAge(time.Now()) <= s.leaderLossBound(s.cfg.MinSessionTimeout)
+}
+
+// waitServing waits, up to the context's deadline, for this server to
+// serve.
+func (s *Server) waitServing(ctx context.Context) error {
+	for !s.Serving() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("server: not serving requests (no contact with a leader for %v)", s.leaderContactAge(time.Now()).Round(time.Millisecond))
+		case <-s.closing:
+			return errClosed
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// leaderLossLoop closes the connections of sessions whose bound has passed
+// without contact with a leader.
+func (s *Server) leaderLossLoop() {
+	defer s.wg.Done()
+	minBound := s.leaderLossBound(s.cfg.MinSessionTimeout)
+	t := time.NewTicker(min(max(minBound/8, 5*time.Millisecond), 50*time.Millisecond))
+	defer t.Stop()
+	wasServing := true
+	for {
+		select {
+		case <-s.closing:
+			return
+		case <-t.C:
+		}
+		age := s.leaderContactAge(time.Now())
+		serving := age <= minBound
+		if serving != wasServing {
+			wasServing = serving
+			if serving {
+				s.log.Info("serving again: in contact with a leader")
+			} else {
+				s.log.Warn("not serving: no contact with a leader", "for", age.Round(time.Millisecond))
+				s.metrics.notServing.Inc()
+			}
+		}
+		if serving {
+			continue
+		}
+		s.mu.Lock()
+		var drop []*conn
+		for _, c := range s.conns {
+			if age > s.leaderLossBound(time.Duration(c.timeout)*time.Millisecond) {
+				drop = append(drop, c)
+			}
+		}
+		s.mu.Unlock()
+		for _, c := range drop {
+			s.log.Info("closing a client connection: no contact with a leader", "session", sessionHex(c.id),
+				"for", age.Round(time.Millisecond))
+			s.metrics.leaderLossDrops.Inc()
+			c.shut(errLeaderLost)
+		}
+	}
+}
