@@ -72,9 +72,22 @@ type Config struct {
 	// least (2/3 - LeaderLossFraction) × its timeout before the majority
 	// can expire its session. Above 0 and below 2/3; default 1/3.
 	LeaderLossFraction float64
-	// MaxOutstanding bounds a session's requests in flight; beyond it the
-	// server stops reading the session's stream until some complete.
+	// MaxClientConns bounds the client connections (ZooKeeper protocol
+	// connections and gRPC session streams) from one address, as
+	// ZooKeeper's maxClientCnxns (default 60; 0 for no limit): one more is
+	// closed at once. HandshakeTimeout is how long a new ZooKeeper
+	// connection may take to send its connect request (or four-letter
+	// word) before it is closed (ZooKeeper: 10 s).
+	MaxClientConns   int
+	HandshakeTimeout time.Duration
+	// MaxOutstanding bounds what a client connection holds on the server:
+	// its requests in flight plus the replies and events not yet written
+	// to it; MaxQueuedBytes bounds the bytes of those unsent replies and
+	// events. Past either the server stops reading the connection's
+	// requests until the client reads its replies (ZooKeeper stops reading
+	// too); other connections are not affected.
 	MaxOutstanding int
+	MaxQueuedBytes int
 	// MaxRequestBytes bounds one request message.
 	MaxRequestBytes int
 	// MaxDataBytes is the largest data a create or setData may carry
@@ -130,7 +143,10 @@ func DefaultConfig() Config {
 		MaxSessionTimeout:      20 * tick,
 		ContainerCheckInterval: time.Minute,
 		LeaderLossFraction:     1.0 / 3,
+		MaxClientConns:         60,
+		HandshakeTimeout:       10 * time.Second,
 		MaxOutstanding:         1000,
+		MaxQueuedBytes:         8 << 20,
 		MaxRequestBytes:        DefaultMaxDataBytes + 64<<10,
 		MaxDataBytes:           DefaultMaxDataBytes,
 		SnapshotThreshold:      100_000,
@@ -156,6 +172,8 @@ func (c *Config) Validate() error {
 		return errors.New("server: Config.GRPCAddr must not be empty")
 	case c.MaxOutstanding < 1:
 		return fmt.Errorf("server: Config.MaxOutstanding = %d, want >= 1", c.MaxOutstanding)
+	case c.MaxQueuedBytes < 1:
+		return fmt.Errorf("server: Config.MaxQueuedBytes = %d, want >= 1", c.MaxQueuedBytes)
 	case c.ZKAddr != "" && c.MaxFrameBytes < 1024:
 		return fmt.Errorf("server: Config.MaxFrameBytes = %d, want >= 1024", c.MaxFrameBytes)
 	case c.MaxRequestBytes < 1024:
@@ -164,6 +182,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("server: Config.MaxDataBytes = %d, want 0 (the default, %d) to %d", c.MaxDataBytes, DefaultMaxDataBytes, 1<<30)
 	case !(c.LeaderLossFraction > 0 && c.LeaderLossFraction < 2.0/3):
 		return fmt.Errorf("server: Config.LeaderLossFraction = %v, want above 0 and below 2/3", c.LeaderLossFraction)
+	case c.MaxClientConns < 0:
+		return fmt.Errorf("server: Config.MaxClientConns = %d, want >= 0 (0: no limit)", c.MaxClientConns)
+	case c.HandshakeTimeout <= 0:
+		return fmt.Errorf("server: Config.HandshakeTimeout = %v, want > 0", c.HandshakeTimeout)
 	case c.ContainerCheckInterval <= 0:
 		return fmt.Errorf("server: Config.ContainerCheckInterval = %v, want > 0", c.ContainerCheckInterval)
 	case c.DiskCheckInterval <= 0:

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 
+	"google.golang.org/protobuf/proto"
+
 	"coord/api"
 	"coord/fsm"
 )
@@ -33,7 +35,8 @@ type conn struct {
 }
 
 func newConn(s *Server, id int64, timeout int32, owner string, auth []fsm.Id) *conn {
-	return &conn{s: s, id: id, timeout: timeout, owner: owner, auth: auth, out: newOutbox(s.cfg.MaxOutstanding)}
+	return &conn{s: s, id: id, timeout: timeout, owner: owner, auth: auth,
+		out: newOutbox(s.cfg.MaxOutstanding, s.cfg.MaxQueuedBytes, s.metrics.throttle)}
 }
 
 func (c *conn) identities() []fsm.Id {
@@ -129,24 +132,39 @@ func (c *conn) shut(err error) {
 // outbox is a session's ordered outbound stream. Responses take a slot in
 // request order when the request arrives and are sent once every earlier
 // slot is filled; events go straight to the queue of messages to send.
+//
+// It is also the connection's back-pressure: a request takes a slot only
+// while the connection holds fewer than max messages (requests in flight,
+// replies and events not yet written to the client) and fewer than
+// maxBytes of unsent replies and events. Past either bound reserve waits,
+// and since the front end reserves before it reads the next request, the
+// server stops reading from that connection (as ZooKeeper does) until the
+// client drains its replies; other sessions are not affected. Events never
+// wait: apply must not wait for a client.
 type outbox struct {
-	mu       sync.Mutex
-	slots    []*slot
-	ready    []*api.ServerMessage
-	max      int
-	wake     chan struct{} // a message is ready or the box closed
-	room     chan struct{} // a slot was freed
-	done     chan struct{} // closed by close
-	err      error
-	isClosed bool
+	mu         sync.Mutex
+	slots      []*slot
+	ready      []*api.ServerMessage
+	readyBytes int
+	inHand     int // messages the writer took with next and has not written yet
+	inBytes    int // their bytes
+	max        int
+	maxBytes   int
+	onThrottle func(start bool) // a reserve starts or stops waiting for room
+	wake       chan struct{}    // a message is ready or the box closed
+	room       chan struct{}    // room was freed
+	done       chan struct{}    // closed by close
+	err        error
+	isClosed   bool
 }
 
 type slot struct {
 	msg *api.ServerMessage
 }
 
-func newOutbox(max int) *outbox {
-	return &outbox{max: max, wake: make(chan struct{}, 1), room: make(chan struct{}, 1), done: make(chan struct{})}
+func newOutbox(max, maxBytes int, onThrottle func(bool)) *outbox {
+	return &outbox{max: max, maxBytes: maxBytes, onThrottle: onThrottle,
+		wake: make(chan struct{}, 1), room: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 func (o *outbox) signal(ch chan struct{}) {
@@ -156,22 +174,38 @@ func (o *outbox) signal(ch chan struct{}) {
 	}
 }
 
-// reserve takes the next response slot, waiting while the session has
-// MaxOutstanding responses pending. It returns nil once the box is closed.
+// full reports whether a new request must wait; o.mu is held.
+func (o *outbox) full() bool {
+	queued := len(o.slots) + len(o.ready) + o.inHand
+	return queued > 0 && (queued >= o.max || o.readyBytes+o.inBytes >= o.maxBytes)
+}
+
+// reserve takes the next response slot, waiting while the connection is
+// full (see outbox). It returns nil once the box is closed.
 func (o *outbox) reserve() *slot {
+	throttled := false
+	defer func() {
+		if throttled && o.onThrottle != nil {
+			o.onThrottle(false)
+		}
+	}()
 	for {
 		o.mu.Lock()
 		if o.isClosed {
 			o.mu.Unlock()
 			return nil
 		}
-		if len(o.slots) < o.max {
+		if !o.full() {
 			sl := &slot{}
 			o.slots = append(o.slots, sl)
 			o.mu.Unlock()
 			return sl
 		}
 		o.mu.Unlock()
+		if !throttled && o.onThrottle != nil {
+			throttled = true
+			o.onThrottle(true)
+		}
 		select {
 		case <-o.room:
 		case <-o.done:
@@ -187,13 +221,13 @@ func (o *outbox) fill(sl *slot, msg *api.ServerMessage) {
 	n := 0
 	for n < len(o.slots) && o.slots[n].msg != nil {
 		o.ready = append(o.ready, o.slots[n].msg)
+		o.readyBytes += proto.Size(o.slots[n].msg)
 		n++
 	}
 	if n > 0 {
 		clear(o.slots[:n])
 		o.slots = o.slots[n:]
 		o.signal(o.wake)
-		o.signal(o.room)
 	}
 }
 
@@ -204,6 +238,7 @@ func (o *outbox) push(msg *api.ServerMessage) {
 		return
 	}
 	o.ready = append(o.ready, msg)
+	o.readyBytes += proto.Size(msg)
 	o.signal(o.wake)
 }
 
@@ -218,6 +253,16 @@ func (o *outbox) close(err error) {
 	o.signal(o.wake)
 }
 
+// written tells the box that the writer has written the messages of its
+// last next to the client, which makes room for more requests (there is
+// one writer, and it calls next again only after written).
+func (o *outbox) written() {
+	o.mu.Lock()
+	o.inHand, o.inBytes = 0, 0
+	o.mu.Unlock()
+	o.signal(o.room)
+}
+
 // closeErr is the error the box was closed with.
 func (o *outbox) closeErr() error {
 	o.mu.Lock()
@@ -226,12 +271,15 @@ func (o *outbox) closeErr() error {
 }
 
 // next returns the messages ready to send; ok is false once the box is
-// closed and everything queued before has been returned.
+// closed and everything queued before has been returned. The writer calls
+// written once it has written them.
 func (o *outbox) next() (msgs []*api.ServerMessage, ok bool) {
 	for {
 		o.mu.Lock()
 		if len(o.ready) > 0 {
 			msgs, o.ready = o.ready, nil
+			o.inHand, o.inBytes = len(msgs), o.readyBytes
+			o.readyBytes = 0
 			o.mu.Unlock()
 			return msgs, true
 		}

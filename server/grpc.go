@@ -35,7 +35,13 @@ func (cs *coordService) Session(stream api.Coord_SessionServer) error {
 	if req == nil {
 		return status.Error(codes.InvalidArgument, "the first message of a session must be a ConnectRequest")
 	}
-	c, resp, err := s.connect(stream.Context(), req, peerIP(stream.Context()))
+	ip := peerIP(stream.Context())
+	if !s.clientConns.acquire(ip) {
+		s.metrics.connsRefused.WithLabelValues("per_address_limit").Inc()
+		return status.Errorf(codes.ResourceExhausted, "too many connections from %s (max %d)", ip, s.cfg.MaxClientConns)
+	}
+	defer s.clientConns.release(ip)
+	c, resp, err := s.connect(stream.Context(), req, ip)
 	if err != nil {
 		return err
 	}
@@ -71,6 +77,7 @@ func (cs *coordService) Session(stream api.Coord_SessionServer) error {
 				return err
 			}
 		}
+		c.out.written()
 	}
 }
 

@@ -23,6 +23,14 @@ type metrics struct {
 	// serving (leaderloss.go).
 	leaderLossDrops prometheus.Counter
 	notServing      prometheus.Counter
+	// acceptErrors counts failed accepts on the ZooKeeper port (retried);
+	// connsRefused client connections closed by a limit, by reason.
+	acceptErrors prometheus.Counter
+	connsRefused *prometheus.CounterVec
+	// throttles counts the times a connection's outbound queue filled and
+	// its requests stopped being read; throttled is how many are so now.
+	throttles prometheus.Counter
+	throttled prometheus.Gauge
 }
 
 func newMetrics(s *Server) *metrics {
@@ -43,10 +51,23 @@ func newMetrics(s *Server) *metrics {
 	m.notServing = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "coord_server_not_serving_total", Help: "Times this server stopped serving because it had no contact with a leader.",
 	})
+	m.acceptErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "coord_server_accept_errors_total", Help: "Failed accepts on the ZooKeeper port (retried after a short pause).",
+	})
+	m.connsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "coord_server_connections_refused_total", Help: "Client connections closed by a limit: per_address_limit (MaxClientConns) or handshake_timeout.",
+	}, []string{"reason"})
+	m.throttles = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "coord_server_connection_throttles_total", Help: "Times a client connection's outbound queue reached its bound and the server stopped reading its requests.",
+	})
+	m.throttled = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "coord_server_throttled_connections", Help: "Client connections whose requests are not being read now because their outbound queue is full.",
+	})
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.events, m.leaderLossDrops, m.notServing,
+		m.acceptErrors, m.connsRefused, m.throttles, m.throttled,
 		gauge("coord_server_serving", "1 if this server serves sessions (it has contact with a leader).", func() float64 {
 			if s.Serving() {
 				return 1
@@ -142,4 +163,15 @@ func opName(req *api.Request) string {
 		return "whoAmI"
 	}
 	return "unknown"
+}
+
+// throttle follows a connection that starts or stops waiting for room in
+// its outbound queue.
+func (m *metrics) throttle(start bool) {
+	if start {
+		m.throttles.Inc()
+		m.throttled.Inc()
+		return
+	}
+	m.throttled.Dec()
 }

@@ -42,7 +42,8 @@ type Server struct {
 	watches   *watch.Registry
 	tracker   *session.Tracker
 
-	gate    *netGate // all traffic with the other servers (netgate.go)
+	gate        *netGate     // all traffic with the other servers (netgate.go)
+	clientConns *addrLimiter // client connections per address (connlimit.go)
 	grpcLis net.Listener
 	grpc    *grpc.Server
 	fwd     *forwarder
@@ -121,6 +122,7 @@ func New(cfg Config) (*Server, error) {
 	s.fsm = newRaftFSM(s)
 	s.prop = newProposer(s)
 	s.peers.opts = s.gate.peerDialOptions()
+	s.clientConns = newAddrLimiter(cfg.MaxClientConns)
 	s.metrics = newMetrics(s)
 	for _, p := range cfg.Peers {
 		s.members[p.ID] = Member{ID: p.ID, RaftAddr: p.RaftAddr, GRPCAddr: p.GRPCAddr, Observer: p.Observer}

@@ -40,6 +40,9 @@ func TestConfig(tb testing.TB, id string) Config {
 	cfg.MaxSessionTimeout = 20 * time.Second
 	cfg.RaftTimeout = 200 * time.Millisecond
 	cfg.ContainerCheckInterval = 200 * time.Millisecond
+	// Tests open many sessions from one address (loopback); the limit is
+	// tested on its own, as ZooKeeper's test configuration turns it off.
+	cfg.MaxClientConns = 0
 	cfg.Logger = testLogger(tb, id)
 	return cfg
 }

@@ -34,28 +34,64 @@ func (s *Server) startZK() error {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		for {
-			nc, err := lis.Accept()
-			if err != nil {
-				select {
-				case <-s.closing:
-					return
-				default:
-				}
-				if ne, ok := err.(net.Error); ok && ne.Timeout() {
-					continue
-				}
-				s.log.Warn("ZooKeeper listener", "err", err)
-				return
-			}
-			s.zkConns.Add(1)
-			go func() {
-				defer s.zkConns.Add(-1)
-				s.serveZK(nc)
-			}()
-		}
+		s.acceptZK(lis)
 	}()
 	return nil
+}
+
+// acceptZK accepts ZooKeeper connections until the server closes. An
+// accept that fails (out of file descriptors, a connection aborted before
+// it was accepted, ...) is retried after a short, growing pause, as Go's
+// net/http server does: a burst of connections must never stop the
+// listener for good.
+func (s *Server) acceptZK(lis net.Listener) {
+	var pause time.Duration
+	for {
+		nc, err := lis.Accept()
+		if err != nil {
+			select {
+			case <-s.closing:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			s.log.Warn("ZooKeeper listener: accept failed; retrying", "err", err, "in", pause)
+			s.metrics.acceptErrors.Inc()
+			select {
+			case <-s.closing:
+				return
+			case <-time.After(pause):
+			}
+			continue
+		}
+		pause = 0
+		ip := ipOf(nc.RemoteAddr())
+		if !s.clientConns.acquire(ip) {
+			// ZooKeeper's maxClientCnxns: the connection is closed at once.
+			s.log.Warn("too many connections from one address; closing", "ip", ip, "max", s.cfg.MaxClientConns)
+			s.metrics.connsRefused.WithLabelValues("per_address_limit").Inc()
+			nc.Close()
+			continue
+		}
+		s.zkConns.Add(1)
+		go func() {
+			defer s.clientConns.release(ip)
+			defer s.zkConns.Add(-1)
+			s.serveZK(nc)
+		}()
+	}
+}
+
+// handshakeFailed counts a connection closed before its handshake because
+// it sent nothing in time.
+func (s *Server) handshakeFailed(err error) {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		s.metrics.connsRefused.WithLabelValues("handshake_timeout").Inc()
+	}
 }
 
 // ZKAddr returns the ZooKeeper protocol listener's address ("" when off).
@@ -95,9 +131,12 @@ type zkConn struct {
 func (s *Server) serveZK(nc net.Conn) {
 	defer nc.Close()
 	br := bufio.NewReaderSize(nc, 64<<10)
-	nc.SetReadDeadline(time.Now().Add(s.cfg.MaxSessionTimeout))
+	// The connect request (or a four-letter word) must come within the
+	// handshake timeout (ZooKeeper: sessionlessCnxnTimeout, 10 s).
+	nc.SetReadDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
 	prefix, err := br.Peek(4)
 	if err != nil {
+		s.handshakeFailed(err)
 		return
 	}
 	if cmd, ok := zk.IsFourLetterWord(prefix); ok {
@@ -106,6 +145,7 @@ func (s *Server) serveZK(nc net.Conn) {
 	}
 	frame, err := zk.ReadFrame(br, s.cfg.MaxFrameBytes)
 	if err != nil {
+		s.handshakeFailed(err)
 		return
 	}
 	var creq zk.ConnectRequest
@@ -375,6 +415,7 @@ func (zc *zkConn) writeLoop() {
 			zc.c.shut(err)
 			return
 		}
+		zc.c.out.written()
 	}
 }
 

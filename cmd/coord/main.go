@@ -78,6 +78,11 @@ func run(args []string) int {
 	raftTimeout := fs.Duration("raft-timeout", cfg.RaftTimeout, "raft heartbeat and election timeout (bounds failover)")
 	commitTimeout := fs.Duration("commit-timeout", cfg.CommitTimeout, "how soon an idle leader tells followers about a commit (on the latency of writes through followers)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	maxClientConns := fs.Int("max-client-conns", cfg.MaxClientConns, "client connections allowed from one address (ZooKeeper's maxClientCnxns; 0: no limit)")
+	handshakeTimeout := fs.Duration("handshake-timeout", cfg.HandshakeTimeout, "how long a new ZooKeeper connection may take to send its connect request")
+	maxOutstanding := fs.Int("max-outstanding", cfg.MaxOutstanding, "requests in flight plus unsent replies a client connection may hold before the server stops reading it")
+	maxQueuedBytes := fs.Int("max-queued-bytes", cfg.MaxQueuedBytes, "bytes of unsent replies and events a client connection may hold before the server stops reading it")
+	leaderLoss := fs.Float64("leader-loss-fraction", cfg.LeaderLossFraction, "a server with no contact with a leader for this fraction of a session's timeout closes the session's connection (above 0, below 2/3)")
 	maxData := fs.Int("max-data-bytes", cfg.MaxDataBytes, "largest znode data this server accepts (ZooKeeper's jute.maxbuffer); checked before the log, so servers may differ")
 	gcPercent := fs.Int("gc-percent", defaultGCPercent, "Go garbage collector target (GOGC): heap growth, in percent, between collections; the environment's GOGC wins unless this flag is given")
 	if err := fs.Parse(args); err != nil {
@@ -171,6 +176,9 @@ func run(args []string) int {
 	if !set["max-session-timeout"] && fc.MaxSessionTimeout == "" {
 		cfg.MaxSessionTimeout = 20 * cfg.Tick
 	}
+	cfg.MaxClientConns, cfg.HandshakeTimeout = *maxClientConns, *handshakeTimeout
+	cfg.MaxOutstanding, cfg.MaxQueuedBytes = *maxOutstanding, *maxQueuedBytes
+	cfg.LeaderLossFraction = *leaderLoss
 	cfg.RaftTimeout = *raftTimeout
 	cfg.CommitTimeout = *commitTimeout
 	var level slog.Level

@@ -196,6 +196,9 @@ func (c *zkCluster) start(nd *zkNode) {
 		fmt.Fprintf(&cfg, "minSessionTimeout=200\nmaxSessionTimeout=20000\n")
 	}
 	fmt.Fprintf(&cfg, "admin.enableServer=false\n4lw.commands.whitelist=*\nmaxClientCnxns=0\n")
+	for _, line := range c.opts.zooCfg {
+		fmt.Fprintln(&cfg, line)
+	}
 	if len(c.nodes) > 1 {
 		for _, o := range c.nodes {
 			fmt.Fprintf(&cfg, "server.%d=%s:%d:%d\n", o.id, o.host, o.quorum, o.election)

@@ -56,6 +56,10 @@ type procOpts struct {
 	initLimit, syncLimit int
 	// jvmProps are more -D options for ZooKeeper's JVMs.
 	jvmProps []string
+	// coordArgs are more flags for coord; zooCfg more zoo.cfg lines for
+	// ZooKeeper (after the defaults, which they override).
+	coordArgs []string
+	zooCfg    []string
 }
 
 func (o procOpts) host(i int) string {
@@ -209,6 +213,7 @@ func newCoordProcs(t testing.TB, n int, o procOpts) *coordProcs {
 		if n > 1 {
 			nd.args = append(nd.args, "-peers", strings.Join(peers, ";"), "-bootstrap")
 		}
+		nd.args = append(nd.args, o.coordArgs...)
 		if err := os.MkdirAll(nd.dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
