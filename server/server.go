@@ -44,17 +44,17 @@ type Server struct {
 
 	gate        *netGate     // all traffic with the other servers (netgate.go)
 	clientConns *addrLimiter // client connections per address (connlimit.go)
-	grpcLis net.Listener
-	grpc    *grpc.Server
-	fwd     *forwarder
-	peers   peerConns
-	gossip  *gossip // nil when gossip is off
-	metrics *metrics
-	zkLis   net.Listener
-	zkConns atomic.Int64 // ZooKeeper protocol connections open
-	started time.Time
-	httpLis net.Listener
-	http    *http.Server
+	grpcLis     net.Listener
+	grpc        *grpc.Server
+	fwd         *forwarder
+	peers       peerConns
+	gossip      *gossip // nil when gossip is off
+	metrics     *metrics
+	zkLis       net.Listener
+	zkConns     atomic.Int64 // ZooKeeper protocol connections open
+	started     time.Time
+	httpLis     net.Listener
+	http        *http.Server
 
 	// origin names this boot of this server in the log: its id and a
 	// random nonce drawn at start. Every command it proposes carries origin
