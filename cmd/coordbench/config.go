@@ -48,6 +48,8 @@ type config struct {
 	watchKeys   int     // watch: znodes watched (one writer each)
 
 	failover         bool
+	flood            int
+	floodStall       time.Duration
 	failoverRounds   int
 	failoverSessions int
 	failoverSettle   time.Duration // steady load before each kill
@@ -95,6 +97,8 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	fs.IntVar(&c.keys, "keys", 1000, "znodes prepared for set, get and mixed")
 	fs.Float64Var(&c.readPercent, "read-percent", 90, "mixed: percent of requests that are getData (the rest setData)")
 	fs.IntVar(&c.watchKeys, "watch-keys", 4, "watch: znodes every watcher session watches, each with its own writer session (-sessions counts the watchers; -inflight does not apply)")
+	fs.IntVar(&c.flood, "flood", 0, "-local, -zookeeper, -protocol zk: one session pipelines this many getData requests without reading the replies; report server 1's memory")
+	fs.DurationVar(&c.floodStall, "flood-stall", 5*time.Second, "-flood: stop when the client's writes block this long")
 	fs.BoolVar(&c.failover, "failover", false, "-local, -zookeeper: measure recovery from SIGKILL of the leader under a write load")
 	fs.IntVar(&c.failoverRounds, "failover-rounds", 5, "leader kills (the killed server is restarted between rounds)")
 	fs.IntVar(&c.failoverSessions, "failover-sessions", 4, "sessions writing (one request in flight each) during -failover")
@@ -150,7 +154,7 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	}
 	// -failover alone runs only the failover measurement unless
 	// -workloads is given too.
-	if c.failover && !set["workloads"] {
+	if (c.failover || c.flood > 0) && !set["workloads"] {
 		c.workloads = nil
 	} else if c.workloads, err = parseWorkloads(*wl); err != nil {
 		return c, err
@@ -199,6 +203,9 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 		return c, fmt.Errorf("-read-percent %v: want 0..100", c.readPercent)
 	case c.watchKeys < 1 || c.watchKeys > 1000 || c.watchKeys > c.keys:
 		return c, fmt.Errorf("-watch-keys %d: want 1..1000 and at most -keys", c.watchKeys)
+	}
+	if c.flood != 0 && (c.flood < 0 || started == 0 || c.protocol != "zk" || c.floodStall <= 0) {
+		return c, errors.New("-flood N needs N > 0, -local or -zookeeper, -protocol zk and -flood-stall > 0")
 	}
 	if c.failover {
 		switch {

@@ -5,6 +5,7 @@
 //
 //	go run ./cmd/coordbench -local 3 -workloads set -sessions 1,16,64 -inflight 1,8
 //	go run ./cmd/coordbench -local 3 -failover -failover-rounds 5
+//	go run ./cmd/coordbench -local 1 -protocol zk -flood 2000000
 //	go run ./cmd/coordbench -servers 10.0.0.1:2182,10.0.0.2:2182 -workloads all
 //	go run ./cmd/coordbench -local 3 -protocol zk -workloads all
 //	go run ./cmd/coordbench -zookeeper 3 -workloads all
@@ -53,6 +54,11 @@
 // expiries), and rss is the largest server's resident memory after the run
 // (-local, -zookeeper). -prewarm runs unreported load once before the
 // first run, so that a JVM's JIT has compiled the request path.
+//
+// -flood N (with -local or -zookeeper and -protocol zk) has one session
+// pipeline N getData requests without reading the replies and reports how
+// many the server took before it stopped reading, and server 1's resident
+// memory before and at its peak (flood.go).
 //
 // -failover (with -local or -zookeeper, at least 3 servers) keeps
 // -failover-sessions sessions writing (one setData in flight each),
@@ -259,6 +265,17 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		if err := checkExits(); err != nil {
 			return fail(err)
 		}
+	}
+	if cfg.flood > 0 {
+		res, err := b.runFlood(ctx, cfg.flood, cfg.floodStall)
+		if err != nil {
+			return fail(fmt.Errorf("flood: %w", err))
+		}
+		printFlood(stdout, ens.name(1), res)
+		emit(struct {
+			Type string `json:"type"`
+			floodResult
+		}{"flood", res})
 	}
 	if cfg.failover {
 		fmt.Fprintf(stdout, "# failover: %d sessions writing, SIGKILL of the leader, %d rounds\n", cfg.failoverSessions, cfg.failoverRounds)
