@@ -32,7 +32,7 @@ var allowed = map[string][]string{
 	"cmd/coordctl": {"client", "api", "fsm", "zxid", "zk"},
 	"jepsen":       {"client", "fsm", "zxid", "zk", "api"},
 
-	"cmd/coordbench": {"client", "api", "fsm", "zxid"},
+	"cmd/coordbench": {"client", "api", "fsm", "zxid", "zk"},
 }
 
 // pure packages: deterministic, no I/O of their own.
