@@ -209,9 +209,8 @@ const (
 	applyChunkBytes   = 1 << 20
 )
 
-// applyLocked applies the entries after applied (raft's command and
-// configuration entries; others only occupy an index), in chunks.
-// applyMu is held.
+// applyLocked applies the entries after applied (commands change the
+// state; other entries only occupy an index), in chunks. applyMu is held.
 func (r *raftFSM) applyLocked(logs []*raft.Log) {
 	for i := len(logs) - 1; i >= 0; i-- {
 		l := logs[i]
@@ -240,26 +239,26 @@ func chunkLen(logs []*raft.Log) int {
 	return n
 }
 
-// applyChunk applies one chunk under the exclusive lock.
+// applyChunk applies one chunk under the exclusive lock. Entries of other
+// types (raft's no-ops and barriers, which only fastApply sees: raft hands
+// its FSM commands and configurations only) change nothing but are
+// applied all the same, so applied always reaches the end of the chunk and
+// fastApply always moves on.
 func (r *raftFSM) applyChunk(logs []*raft.Log) {
-	var last *raft.Log
+	moved := false
 	r.mu.Lock()
 	for _, l := range logs {
 		if l.Index <= r.applied.Load() {
 			continue // fastApply was first
 		}
-		switch l.Type {
-		case raft.LogCommand:
+		if l.Type == raft.LogCommand {
 			r.applyCommand(l)
-		case raft.LogConfiguration:
-		default:
-			continue
 		}
 		r.applied.Store(l.Index)
-		last = l
+		moved = true
 	}
 	r.mu.Unlock()
-	if last != nil {
+	if moved {
 		r.signalApplied()
 	}
 }

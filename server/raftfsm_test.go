@@ -276,3 +276,36 @@ func (c *checkFirst) GetLog(i uint64, l *raft.Log) error {
 	}
 	return c.countingStore.GetLog(i, l)
 }
+
+// fastApply over a tail where a whole chunk holds no command (raft's
+// barriers, one per sync, and no-ops) still moves on: it used to read the
+// same chunk again forever, and Close then waited for it.
+func TestFastApplyCrossesEntriesWithoutCommands(t *testing.T) {
+	s := newBareServer(t, "t#1")
+	var logs []*raft.Log
+	idx := uint64(0)
+	add := func(l *raft.Log) { idx++; l.Index, l.Term = idx, 1; logs = append(logs, l) }
+	add(entryOf(0, "x#1", 1, createCmd("/a", nil)))
+	for i := 0; i < 3*applyChunkEntries; i++ {
+		add(&raft.Log{Type: raft.LogBarrier})
+	}
+	add(&raft.Log{Type: raft.LogNoop})
+	add(entryOf(0, "x#1", 2, createCmd("/b", nil)))
+	mem := raft.NewInmemStore()
+	if err := mem.StoreLogs(logs); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { s.fsm.fastApply(mem, idx, 1); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("fastApply did not return over a tail of barriers")
+	}
+	if s.AppliedIndex() != idx {
+		t.Fatalf("applied %d, want %d", s.AppliedIndex(), idx)
+	}
+	if _, err := s.View().Exists("/b"); err != nil {
+		t.Fatalf("/b after the barriers: %v", err)
+	}
+}
