@@ -33,6 +33,7 @@ var allowed = map[string][]string{
 	"jepsen":       {"client", "fsm", "zxid", "zk", "api"},
 
 	"cmd/coordbench": {"client", "api", "fsm", "zxid", "zk"},
+	"cmd/watchmem":   {},
 }
 
 // pure packages: deterministic, no I/O of their own.

@@ -99,31 +99,6 @@ func (t WatcherType) mask() kind {
 	return 0
 }
 
-// entry is the watchers of one path.
-type entry struct {
-	kinds map[int64]kind
-	// held counts the sessions holding each kind here (index: bit number),
-	// so that Trigger knows beforehand whether a change empties the path and
-	// whether a recursive watch is here to be found.
-	held [4]int32
-	big  bool // kinds once held more than recycleMax sessions
-}
-
-// holds reports whether some session holds a kind in k here.
-func (e *entry) holds(k kind) bool {
-	for i := range e.held {
-		if k&(1<<i) != 0 && e.held[i] > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// recycleMax bounds the entries kept for reuse and their size: a path whose
-// one-shot watchers all fire is usually watched again at once by the same
-// clients.
-const recycleMax = 16
-
 // historyLen is how many triggers the registry remembers for registrations
 // made from views older than its latest trigger.
 const historyLen = 4096
@@ -131,14 +106,19 @@ const historyLen = 4096
 // Registry is a server's watch registry. It is safe for concurrent use: reads
 // register watches from many goroutines while the apply goroutine triggers.
 type Registry struct {
-	mu       sync.Mutex
-	paths    map[string]*entry
-	sessions map[int64]*sessionPaths
-	pairs    int // (session, path) pairs holding at least one kind
-	n        int // registered watches, each kind counted once
-	nrec     int // recursive watches
-	scratch  []int64
-	spare    []*entry // emptied entries for reuse
+	mu         sync.Mutex
+	paths      map[string]uint32 // path -> index in ents
+	ents       []entry
+	freeEnts   []uint32 // free indexes in ents
+	crowds     []*crowd
+	freeCrowds []uint32 // free indexes in crowds
+	spare      []*crowd // emptied crowds for reuse
+	sessions   map[int64]*sessionIDs
+	pairs      int // (session, path) pairs holding at least one kind
+	n          int // registered watches, each kind counted once
+	nrec       int // recursive watches
+	scratch    []int64
+	ws         []watcher // Trigger's copy of a path's watchers
 
 	// The trigger history: a ring of the last historyLen triggers, in the
 	// order Trigger saw them.
@@ -151,8 +131,8 @@ type Registry struct {
 // New returns an empty registry.
 func New() *Registry {
 	return &Registry{
-		paths:    map[string]*entry{},
-		sessions: map[int64]*sessionPaths{},
+		paths:    map[string]uint32{},
+		sessions: map[int64]*sessionIDs{},
 		forgot:   math.MinInt64,
 	}
 }
@@ -204,15 +184,12 @@ func (r *Registry) RemoveSession(session int64) {
 		return
 	}
 	delete(r.sessions, session)
-	for p := range sp.paths {
-		e := r.paths[p]
-		if e == nil {
-			continue
-		}
-		if k := e.kinds[session]; k != 0 {
-			r.drop(session, p, e, k, k)
+	for _, id := range sp.ids {
+		if k := r.kindsOf(&r.ents[id], session); k != 0 {
+			r.drop(session, id, k, k)
 		}
 	}
+	r.compact()
 }
 
 // Remove drops the session's watches on path that which selects
@@ -224,16 +201,17 @@ func (r *Registry) RemoveSession(session int64) {
 func (r *Registry) Remove(session int64, path string, which WatcherType) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := r.paths[path]
+	id, e := r.lookup(path)
 	if e == nil {
 		return false
 	}
-	k := e.kinds[session]
+	k := r.kindsOf(e, session)
 	c := k & which.mask()
 	if c == 0 {
 		return false
 	}
-	r.drop(session, path, e, k, c)
+	r.drop(session, id, k, c)
+	r.compact()
 	return true
 }
 
@@ -242,8 +220,8 @@ func (r *Registry) Remove(session int64, path string, which WatcherType) bool {
 func (r *Registry) Contains(session int64, path string, which WatcherType) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := r.paths[path]
-	return e != nil && e.kinds[session]&which.mask() != 0
+	_, e := r.lookup(path)
+	return e != nil && r.kindsOf(e, session)&which.mask() != 0
 }
 
 // Stats returns the numbers of the four-letter word wchs: sessions with at
@@ -254,7 +232,7 @@ func (r *Registry) Stats() (connections, paths, total int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for s, sp := range r.sessions {
-		if r.sweep(s, sp) > 0 {
+		if r.watching(s, sp) {
 			connections++
 		}
 	}
@@ -279,9 +257,9 @@ func (r *Registry) BySession() map[int64][]string {
 		if r.sweep(s, sp) == 0 {
 			continue
 		}
-		ps := make([]string, 0, len(sp.paths))
-		for p := range sp.paths {
-			ps = append(ps, p)
+		ps := make([]string, len(sp.ids))
+		for i, id := range sp.ids {
+			ps[i] = r.ents[id].path
 		}
 		slices.Sort(ps)
 		out[s] = ps
@@ -294,10 +272,11 @@ func (r *Registry) ByPath() map[string][]int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make(map[string][]int64, len(r.paths))
-	for p, e := range r.paths {
-		ids := make([]int64, 0, len(e.kinds))
-		for s := range e.kinds {
-			ids = append(ids, s)
+	for p, id := range r.paths {
+		ws := r.appendWatchers(nil, &r.ents[id])
+		ids := make([]int64, len(ws))
+		for i, w := range ws {
+			ids[i] = w.session
 		}
 		slices.Sort(ids)
 		out[p] = ids

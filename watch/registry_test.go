@@ -59,9 +59,9 @@ func dump(r *Registry) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
-	for p, e := range r.paths {
-		for s, k := range e.kinds {
-			out = append(out, fmt.Sprintf("%d %s %s", s, p, kindString(k)))
+	for p, id := range r.paths {
+		for _, w := range r.appendWatchers(nil, &r.ents[id]) {
+			out = append(out, fmt.Sprintf("%d %s %s", w.session, p, kindString(w.kinds)))
 		}
 	}
 	slices.Sort(out)
@@ -78,26 +78,57 @@ func kindString(k kind) string {
 	return b.String()
 }
 
-// checkInvariants verifies that the two indexes mirror each other and that
-// the counters match them.
+// checkInvariants verifies that the path map, the arenas and the session
+// index mirror each other and that the counters match them.
 func checkInvariants(t *testing.T, r *Registry) {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	listed := map[int64]map[uint32]bool{}
+	for s, sp := range r.sessions {
+		listed[s] = map[uint32]bool{}
+		for _, id := range sp.ids {
+			if int(id) >= len(r.ents) {
+				t.Fatalf("session %d lists id %d of %d", s, id, len(r.ents))
+			}
+			listed[s][id] = true
+		}
+	}
 	pairs, n, nrec := 0, 0, 0
-	for p, e := range r.paths {
-		if len(e.kinds) == 0 {
+	for p, id := range r.paths {
+		if int(id) >= len(r.ents) {
+			t.Fatalf("path %s: id %d of %d", p, id, len(r.ents))
+		}
+		e := &r.ents[id]
+		if e.path != p {
+			t.Errorf("path %s: entry %d holds %q", p, id, e.path)
+		}
+		if r.nwatchers(e) == 0 {
 			t.Errorf("path %s: empty entry kept", p)
 		}
+		if e.crowd != 0 {
+			if e.kinds != 0 {
+				t.Errorf("path %s: a crowd and an inline watcher", p)
+			}
+			if c := r.crowds[e.crowd-1]; c == nil || c.len() < 2 {
+				t.Errorf("path %s: crowd of fewer than two", p)
+			} else if c.m == nil && len(c.list) > crowdList {
+				t.Errorf("path %s: crowd list of %d", p, len(c.list))
+			}
+		}
 		var held [4]int32
-		for s, k := range e.kinds {
+		for _, w := range r.appendWatchers(nil, e) {
+			s, k := w.session, w.kinds
 			if k == 0 || k&^kAll != 0 {
 				t.Errorf("path %s session %d: kinds %b", p, s, k)
 			}
-			if sp := r.sessions[s]; sp == nil {
+			if l := listed[s]; l == nil {
 				t.Errorf("path %s session %d: session not indexed", p, s)
-			} else if _, ok := sp.paths[p]; !ok {
+			} else if !l[id] {
 				t.Errorf("path %s session %d: missing from the session index", p, s)
+			}
+			if r.kindsOf(e, s) != k {
+				t.Errorf("path %s session %d: kindsOf %b, listed %b", p, s, r.kindsOf(e, s), k)
 			}
 			pairs++
 			for i := range held {
@@ -107,28 +138,52 @@ func checkInvariants(t *testing.T, r *Registry) {
 				}
 			}
 		}
-		if held != e.held {
-			t.Errorf("path %s: held %v, counted %v", p, e.held, held)
+		if e.crowd != 0 && held != r.crowds[e.crowd-1].held {
+			t.Errorf("path %s: held %v, counted %v", p, r.crowds[e.crowd-1].held, held)
+		}
+		for i := range held {
+			if r.holds(e, 1<<i) != (held[i] > 0) {
+				t.Errorf("path %s: holds(%s) wrong", p, kindString(1<<i))
+			}
 		}
 		nrec += int(held[3])
 	}
-	for _, e := range r.spare {
-		if len(e.kinds) != 0 || e.held != [4]int32{} || e.big {
-			t.Errorf("spare entry in use: %v %v", e.kinds, e.held)
-		}
-		for p, pe := range r.paths {
-			if pe == e {
-				t.Errorf("spare entry also serves %s", p)
+	free := 0
+	for id := range r.ents {
+		if e := &r.ents[id]; e.crowd == 0 && e.kinds == 0 {
+			free++
+			if e.path != "" {
+				t.Errorf("free entry %d keeps %q", id, e.path)
 			}
+		}
+	}
+	if free != len(r.freeEnts) || len(r.ents)-free != len(r.paths) {
+		t.Errorf("%d entries, %d free, %d listed free, %d paths", len(r.ents), free, len(r.freeEnts), len(r.paths))
+	}
+	crowds := 0
+	for _, c := range r.crowds {
+		if c != nil {
+			crowds++
+		}
+	}
+	if len(r.crowds)-crowds != len(r.freeCrowds) {
+		t.Errorf("%d crowds, %d in use, %d listed free", len(r.crowds), crowds, len(r.freeCrowds))
+	}
+	for _, c := range r.spare {
+		if c.len() != 0 || c.held != [4]int32{} || c.m != nil {
+			t.Errorf("spare crowd in use: %v %v", c.list, c.held)
+		}
+		if slices.Contains(r.crowds, c) {
+			t.Errorf("spare crowd also in use")
 		}
 	}
 	// The session index may also list fired watches, up to its sweep bound.
 	for s, sp := range r.sessions {
-		if len(sp.paths) == 0 {
-			t.Errorf("session %d: empty path set kept", s)
+		if len(sp.ids) == 0 {
+			t.Errorf("session %d: empty list kept", s)
 		}
-		if len(sp.paths) > 2*sp.floor+8 {
-			t.Errorf("session %d: %d paths listed, floor %d: not swept", s, len(sp.paths), sp.floor)
+		if len(sp.ids) > 2*sp.floor+8 {
+			t.Errorf("session %d: %d ids listed, floor %d: not swept", s, len(sp.ids), sp.floor)
 		}
 	}
 	if pairs != r.pairs || n != r.n || nrec != r.nrec {

@@ -197,7 +197,7 @@ func TestSessionIndexStaysBounded(t *testing.T) {
 		}
 	}
 	r.mu.Lock()
-	listed := len(r.sessions[1].paths)
+	listed := len(r.sessions[1].ids)
 	r.mu.Unlock()
 	if listed > 2+8 {
 		t.Errorf("session 1 lists %d paths for 1 watch", listed)

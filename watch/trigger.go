@@ -17,42 +17,47 @@ func (r *Registry) Trigger(t fsm.Trigger) []Event {
 	defer r.mu.Unlock()
 	r.remember(t)
 	ids := r.scratch[:0]
-	if e := r.paths[t.Path]; e != nil {
-		if !e.holds(survivors(t.Type)) {
+	ws := r.ws[:0]
+	if id, e := r.lookup(t.Path); e != nil {
+		ws = r.appendWatchers(ws, e)
+		if !r.holds(e, survivors(t.Type)) {
 			// Every watcher here is one-shot and fires (the common case):
 			// forget the whole path at once.
-			for s, k := range e.kinds {
-				ids = append(ids, s)
-				r.account(e, k, -1)
+			for _, w := range ws {
+				ids = append(ids, w.session)
+				r.account(e, w.kinds, -1)
 			}
-			r.pairs -= len(e.kinds)
-			r.free(t.Path, e)
+			r.pairs -= len(ws)
+			r.free(id)
 		} else {
-			for s, k := range e.kinds {
-				fire, c := fires(k, t.Type)
+			for _, w := range ws {
+				fire, c := fires(w.kinds, t.Type)
 				if fire {
-					ids = append(ids, s)
+					ids = append(ids, w.session)
 				}
 				if c != 0 {
-					r.drop(s, t.Path, e, k, c)
+					r.drop(w.session, id, w.kinds, c)
 				}
 			}
 		}
 	}
 	if r.nrec > 0 && reachesDescendants(t.Type) {
 		for p, ok := parent(t.Path); ok; p, ok = parent(p) {
-			e := r.paths[p]
-			if e == nil || !e.holds(kRecursive) {
+			_, e := r.lookup(p)
+			if e == nil || !r.holds(e, kRecursive) {
 				continue
 			}
-			for s, k := range e.kinds {
-				if k&kRecursive != 0 {
-					ids = append(ids, s)
+			ws = r.appendWatchers(ws[:0], e)
+			for _, w := range ws {
+				if w.kinds&kRecursive != 0 {
+					ids = append(ids, w.session)
 				}
 			}
 		}
 	}
-	r.scratch = ids[:0]
+	r.ws = keep(ws)
+	r.compact()
+	r.scratch = keep(ids)
 	if len(ids) == 0 {
 		return nil
 	}
@@ -68,6 +73,14 @@ func (r *Registry) Trigger(t fsm.Trigger) []Event {
 		out[i] = Event{Session: s, Path: t.Path, Type: t.Type, Zxid: t.Zxid}
 	}
 	return out
+}
+
+// keep returns s emptied for reuse, or nil if it grew too large to keep.
+func keep[T any](s []T) []T {
+	if cap(s) > 4096 {
+		return nil
+	}
+	return s[:0]
 }
 
 // fires reports whether kinds k held on the changed path itself fire for an

@@ -1,0 +1,277 @@
+// Command watchmem measures the server heap that watches take, on coord and
+// on Apache ZooKeeper side by side, as a user would: it starts one
+// standalone server of each as its own process, connects one session with
+// github.com/go-zookeeper/zk, sets N exists watches on distinct missing
+// nodes (/app/node-000000, ...), and reads the server's live heap after a
+// full collection before and after. The client's own watcher table lives in
+// this process and is not counted.
+//
+//	go run ./cmd/watchmem                # both, 200,000 watches
+//	go run ./cmd/watchmem -target coord  # coord only (no Java needed)
+//
+// coord's heap is runtime.MemStats.HeapAlloc after runtime.GC, read from its
+// /debug/pprof/heap?gc=1&debug=1; ZooKeeper's is the byte total of
+// `jmap -histo:live`, which collects first and counts every live object
+// (Debian's zookeeper package and a JDK: /usr/share/java/zookeeper.jar,
+// jmap). Each server's wchs is printed to show that it holds the watches.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+func main() {
+	target := flag.String("target", "both", "coord, zookeeper or both")
+	n := flag.Int("n", 200_000, "exists watches to set from one session")
+	coordBin := flag.String("coord", "", "coord binary (default: go build ./cmd/coord)")
+	zkJar := flag.String("zk-jar", "/usr/share/java/zookeeper.jar", "ZooKeeper server jar (its manifest names its dependencies)")
+	xmx := flag.String("xmx", "512m", "ZooKeeper's -Xmx")
+	flag.Parse()
+	log.SetFlags(0)
+	dir, err := os.MkdirTemp("", "watchmem")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	var results []string
+	if *target == "coord" || *target == "both" {
+		bin := *coordBin
+		if bin == "" {
+			bin = filepath.Join(dir, "coord")
+			log.Printf("building coord into %s", bin)
+			if out, err := exec.Command("go", "build", "-o", bin, "coord/cmd/coord").CombinedOutput(); err != nil {
+				log.Fatalf("go build: %v\n%s", err, out)
+			}
+		}
+		results = append(results, measure("coord", *n, startCoord(bin, filepath.Join(dir, "coord-data"))))
+	}
+	if *target == "zookeeper" || *target == "both" {
+		results = append(results, measure("ZooKeeper", *n, startZooKeeper(*zkJar, *xmx, filepath.Join(dir, "zk"))))
+	}
+	fmt.Println()
+	for _, r := range results {
+		fmt.Println(r)
+	}
+}
+
+// server is a started server process: its client address and how to read
+// its live heap.
+type server struct {
+	addr string
+	heap func() (int64, error)
+	cmd  *exec.Cmd
+}
+
+func measure(name string, n int, s *server) string {
+	defer func() {
+		s.cmd.Process.Kill()
+		s.cmd.Wait()
+	}()
+	conn, ev, err := zk.Connect([]string{s.addr}, 30*time.Second, zk.WithLogger(quiet{}))
+	if err != nil {
+		log.Fatalf("%s: %v", name, err)
+	}
+	defer conn.Close()
+	waitSession(name, ev)
+	// Warm up the request path (and the JIT) without leaving watches.
+	for i := range 2000 {
+		if _, _, err := conn.Exists(fmt.Sprintf("/warm/node-%06d", i)); err != nil {
+			log.Fatalf("%s: exists: %v", name, err)
+		}
+	}
+	before := heap(name, s)
+	start := time.Now()
+	const workers = 32
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				if _, _, _, err := conn.ExistsW(fmt.Sprintf("/app/node-%06d", i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		log.Fatalf("%s: exists watch: %v", name, err)
+	}
+	log.Printf("%s: %d exists watches set in %v; wchs:\n%s", name, n, time.Since(start).Round(time.Millisecond), fourLetter(s.addr, "wchs"))
+	after := heap(name, s)
+	per := float64(after-before) / float64(n)
+	return fmt.Sprintf("%-10s heap %7.1f MB -> %7.1f MB: %6.1f B per exists watch (%d watches, one session)",
+		name, float64(before)/1e6, float64(after)/1e6, per, n)
+}
+
+// heap reads the live heap twice and keeps the smaller reading.
+func heap(name string, s *server) int64 {
+	best := int64(-1)
+	for range 2 {
+		h, err := s.heap()
+		if err != nil {
+			log.Fatalf("%s: reading the heap: %v", name, err)
+		}
+		if best < 0 || h < best {
+			best = h
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return best
+}
+
+func waitSession(name string, ev <-chan zk.Event) {
+	timeout := time.After(60 * time.Second)
+	for {
+		select {
+		case e := <-ev:
+			if e.State == zk.StateHasSession {
+				return
+			}
+		case <-timeout:
+			log.Fatalf("%s: no session after 60 s", name)
+		}
+	}
+}
+
+func startCoord(bin, dataDir string) *server {
+	p := freePorts(4)
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", p[3])
+	cmd := exec.Command(bin, "-id", "m1", "-data-dir", dataDir,
+		"-raft-addr", fmt.Sprintf("127.0.0.1:%d", p[0]), "-grpc-addr", fmt.Sprintf("127.0.0.1:%d", p[1]),
+		"-gossip-addr", "", "-zk-addr", fmt.Sprintf("127.0.0.1:%d", p[2]), "-http-addr", httpAddr,
+		"-log-level", "warn")
+	start(cmd)
+	heapRE := regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)$`)
+	return &server{
+		addr: fmt.Sprintf("127.0.0.1:%d", p[2]),
+		cmd:  cmd,
+		heap: func() (int64, error) {
+			resp, err := http.Get("http://" + httpAddr + "/debug/pprof/heap?gc=1&debug=1")
+			if err != nil {
+				return 0, err
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if err != nil {
+				return 0, err
+			}
+			m := heapRE.FindSubmatch(b)
+			if m == nil {
+				return 0, errors.New("no HeapAlloc in the heap profile")
+			}
+			return strconv.ParseInt(string(m[1]), 10, 64)
+		},
+	}
+}
+
+func startZooKeeper(jar, xmx, dir string) *server {
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+		log.Fatal(err)
+	}
+	port := freePorts(1)[0]
+	cfg := fmt.Sprintf("tickTime=2000\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n"+
+		"4lw.commands.whitelist=*\nadmin.enableServer=false\nmaxClientCnxns=0\n", filepath.Join(dir, "data"), port)
+	cfgPath := filepath.Join(dir, "zoo.cfg")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	cp := jar
+	if _, err := os.Stat("/usr/share/java/slf4j-simple.jar"); err == nil {
+		cp += ":/usr/share/java/slf4j-simple.jar"
+	}
+	cmd := exec.Command("java", "-Xmx"+xmx, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+		"-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", cfgPath)
+	start(cmd)
+	totalRE := regexp.MustCompile(`(?m)^Total\s+\d+\s+(\d+)\s*$`)
+	return &server{
+		addr: fmt.Sprintf("127.0.0.1:%d", port),
+		cmd:  cmd,
+		heap: func() (int64, error) {
+			out, err := exec.Command("jmap", "-histo:live", strconv.Itoa(cmd.Process.Pid)).Output()
+			if err != nil {
+				return 0, fmt.Errorf("jmap: %v", err)
+			}
+			m := totalRE.FindSubmatch(out)
+			if m == nil {
+				return 0, errors.New("no Total line in jmap -histo:live")
+			}
+			return strconv.ParseInt(string(m[1]), 10, 64)
+		},
+	}
+}
+
+// start runs the server with its output on stderr, to die with this
+// process.
+func start(cmd *exec.Cmd) {
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		log.Fatalf("starting %s: %v", cmd.Path, err)
+	}
+}
+
+func freePorts(n int) []int {
+	var ports []int
+	var ls []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			log.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}
+
+// fourLetter sends a four-letter word and returns the answer.
+func fourLetter(addr, word string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err.Error()
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, word)
+	var b strings.Builder
+	sc := bufio.NewScanner(c)
+	for sc.Scan() {
+		b.WriteString("  " + sc.Text() + "\n")
+	}
+	return b.String()
+}
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
