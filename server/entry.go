@@ -11,7 +11,7 @@ import (
 // number, so the proposing server can match the applied result to the
 // waiting request without depending on when the leader's answer arrives.
 // The leader batches the commands that arrive while earlier entries are in
-// flight into one entry (batch.go); they apply in order, each with its own
+// flight into one entry (proposer.go); they apply in order, each with its own
 // zxid, exactly as if each had its own entry.
 //
 // Format 1 (one command; still read, from older logs):

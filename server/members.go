@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +10,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"coord/api"
 )
 
 // A server learns the other servers' addresses from its configuration,
@@ -103,4 +109,215 @@ func writeFileAtomic(path string, b []byte) error {
 		return fmt.Errorf("server: writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// leaderMember returns the current leader's addresses, waiting for a
+// leader to be known.
+func (s *Server) leaderMember(ctx context.Context) (Member, error) {
+	var lastDiscover time.Time
+	for {
+		_, id := s.raft.LeaderWithID()
+		if id != "" {
+			s.mu.Lock()
+			m, ok := s.members[string(id)]
+			s.mu.Unlock()
+			if ok && m.GRPCAddr != "" {
+				return m, nil
+			}
+			// A leader this server has not heard of (it joined later and
+			// gossip is off or slow): ask the servers it knows.
+			if time.Since(lastDiscover) > 100*time.Millisecond {
+				lastDiscover = time.Now()
+				s.discover(ctx)
+				continue
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return Member{}, errNoLeader
+		case <-s.closing:
+			return Member{}, errClosed
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// discover learns the addresses of the cluster's servers from the servers
+// this one knows.
+func (s *Server) discover(ctx context.Context) {
+	s.mu.Lock()
+	var addrs []string
+	for _, m := range s.members {
+		if m.ID != s.cfg.ID && m.GRPCAddr != "" {
+			addrs = append(addrs, m.GRPCAddr)
+		}
+	}
+	s.mu.Unlock()
+	for _, addr := range addrs {
+		cc, err := s.peers.get(addr)
+		if err != nil {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, s.cfg.RaftTimeout)
+		resp, err := api.NewAdminClient(cc).Members(cctx, &api.MembersRequest{})
+		cancel()
+		if err != nil {
+			continue
+		}
+		s.mu.Lock()
+		for _, m := range resp.Members {
+			if m.GrpcAddr == "" || m.Id == s.cfg.ID {
+				continue
+			}
+			// Members reports raft suffrage, not the configured role (a
+			// voter still catching up is a non-voter): keep what is known.
+			known, ok := s.members[m.Id]
+			if !ok {
+				known = Member{ID: m.Id, Observer: m.Role == "observer"}
+			}
+			known.RaftAddr, known.GRPCAddr = m.RaftAddr, m.GrpcAddr
+			s.members[m.Id] = known
+		}
+		s.mu.Unlock()
+		s.saveMembers()
+	}
+}
+
+// learn records a server's addresses.
+func (s *Server) learn(m Member) {
+	if m.ID == s.cfg.ID {
+		return
+	}
+	s.mu.Lock()
+	s.members[m.ID] = m
+	s.mu.Unlock()
+	s.saveMembers()
+}
+
+func (s *Server) memberList() []*api.Member {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*api.Member, 0, len(s.members))
+	for _, m := range s.members {
+		role := "voter"
+		if m.Observer {
+			role = "observer"
+		}
+		out = append(out, &api.Member{Id: m.ID, RaftAddr: m.RaftAddr, GrpcAddr: m.GRPCAddr, Role: role})
+	}
+	slices.SortFunc(out, func(a, b *api.Member) int {
+		if a.Id < b.Id {
+			return -1
+		}
+		if a.Id > b.Id {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// inConfiguration reports whether raft's configuration lists this server.
+func (s *Server) inConfiguration() bool {
+	f := s.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, srv := range f.Configuration().Servers {
+		if srv.ID == raft.ServerID(s.cfg.ID) {
+			return true
+		}
+	}
+	return false
+}
+
+// join asks the known servers to add this one to the cluster.
+func (s *Server) join() {
+	s.mu.Lock()
+	var targets []Member
+	for _, m := range s.members {
+		if m.ID != s.cfg.ID && m.GRPCAddr != "" {
+			targets = append(targets, m)
+		}
+	}
+	self := s.members[s.cfg.ID]
+	s.mu.Unlock()
+	for _, addr := range s.cfg.Join {
+		targets = append(targets, Member{ID: addr, GRPCAddr: addr})
+	}
+	role := "voter"
+	if s.cfg.Observer {
+		role = "observer"
+	}
+	req := &api.JoinRequest{Member: &api.Member{Id: s.cfg.ID, RaftAddr: s.RaftAddr(), GrpcAddr: self.GRPCAddr, Role: role}}
+	for _, m := range targets {
+		cc, err := s.peers.get(m.GRPCAddr)
+		if err != nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*s.cfg.RaftTimeout)
+		resp, err := api.NewInternalClient(cc).Join(ctx, req)
+		cancel()
+		if err != nil {
+			s.log.Debug("join", "via", m.ID, "err", err)
+			continue
+		}
+		for _, am := range resp.Members {
+			s.learn(Member{ID: am.Id, RaftAddr: am.RaftAddr, GRPCAddr: am.GrpcAddr, Observer: am.Role == "observer"})
+		}
+		return
+	}
+}
+
+// reconcileMembers (leader only) adds known servers missing from the raft
+// configuration as non-voters, and promotes a non-voter whose configured
+// role is voter once it has caught up with the log.
+func (s *Server) reconcileMembers() {
+	if s.raft.State() != raft.Leader {
+		return
+	}
+	f := s.raft.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	inConfig := map[string]raft.ServerSuffrage{}
+	for _, srv := range f.Configuration().Servers {
+		inConfig[string(srv.ID)] = srv.Suffrage
+	}
+	s.mu.Lock()
+	members := make([]Member, 0, len(s.members))
+	for _, m := range s.members {
+		members = append(members, m)
+	}
+	s.mu.Unlock()
+	for _, m := range members {
+		suffrage, ok := inConfig[m.ID]
+		switch {
+		case !ok:
+			s.log.Info("adding server as non-voter", "id", m.ID, "raft", m.RaftAddr)
+			if err := s.raft.AddNonvoter(raft.ServerID(m.ID), raft.ServerAddress(m.RaftAddr), 0, s.leaderWait()).Error(); err != nil {
+				s.log.Warn("adding server", "id", m.ID, "err", err)
+			}
+		case suffrage == raft.Nonvoter && !m.Observer && s.caughtUp(m):
+			s.log.Info("promoting caught-up server to voter", "id", m.ID)
+			if err := s.raft.AddVoter(raft.ServerID(m.ID), raft.ServerAddress(m.RaftAddr), 0, s.leaderWait()).Error(); err != nil {
+				s.log.Warn("promoting server", "id", m.ID, "err", err)
+			}
+		}
+	}
+}
+
+// caughtUp asks a server how far it has applied the log.
+func (s *Server) caughtUp(m Member) bool {
+	cc, err := s.peers.get(m.GRPCAddr)
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RaftTimeout)
+	defer cancel()
+	st, err := api.NewAdminClient(cc).Status(ctx, &api.StatusRequest{})
+	if err != nil {
+		return false
+	}
+	return st.AppliedIndex+uint64(s.cfg.SnapshotThreshold/10)+64 >= s.raft.CommitIndex()
 }

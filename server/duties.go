@@ -1,0 +1,60 @@
+package server
+
+import (
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"coord/fsm"
+)
+
+// leaderLoop runs the leader's periodic duties, each decided here with the
+// leader's clock and carried out by a command through the log: expire
+// sessions, remove empty containers and lapsed TTL nodes, and add known
+// servers to the raft configuration. A server that is not leader only waits.
+func (s *Server) leaderLoop() {
+	defer s.wg.Done()
+	tick := time.NewTicker(max(s.cfg.Tick/2, 5*time.Millisecond))
+	defer tick.Stop()
+	wasLeader := false
+	var lastContainerCheck, lastReconcile time.Time
+	for {
+		select {
+		case <-s.closing:
+			return
+		case <-tick.C:
+		}
+		leader := s.raft.State() == raft.Leader
+		if leader && !wasLeader {
+			// A new leader gives every session a full timeout: it cannot
+			// know when the old leader last heard from them.
+			s.tracker.ResetAll(s.clock.Now())
+			s.log.Info("became leader; session timeouts re-armed", "sessions", s.tracker.Len())
+		}
+		wasLeader = leader
+		if !leader {
+			if !s.inConfiguration() && time.Since(lastReconcile) > s.cfg.RaftTimeout {
+				lastReconcile = time.Now()
+				go s.join()
+			}
+			continue
+		}
+		now := s.clock.Now()
+		for _, id := range s.tracker.Expired(now) {
+			s.log.Info("session expired", "session", sessionHex(id))
+			s.submit(&fsm.Command{Type: fsm.CmdCloseSession, Session: id}, func(applyResult) {})
+		}
+		if now.Sub(lastContainerCheck) >= s.cfg.ContainerCheckInterval {
+			lastContainerCheck = now
+			v := s.fsm.fsm.View()
+			paths := append(v.ContainerCandidates(), v.ExpiredTTLs(now.UnixMilli())...)
+			for _, p := range paths {
+				s.submit(&fsm.Command{Type: fsm.CmdDeleteContainer, Op: fsm.Op{Type: fsm.CmdDeleteContainer, Path: p}}, func(applyResult) {})
+			}
+		}
+		if time.Since(lastReconcile) > s.cfg.RaftTimeout {
+			lastReconcile = time.Now()
+			go s.reconcileMembers()
+		}
+	}
+}
