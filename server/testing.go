@@ -9,23 +9,34 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
 )
 
+// TB is the part of testing.TB the test helpers use: they take a
+// testing.TB, but the daemon that links this package does not link package
+// testing.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+	TempDir() string
+	Log(args ...any)
+}
+
 // TestCluster is a cluster of real servers (real raft over TCP on loopback,
 // real bbolt files in temporary directories) for tests in this and other
 // packages.
 type TestCluster struct {
-	tb      testing.TB
+	tb      TB
 	Servers []*Server
 	configs []Config
 }
 
 // TestConfig returns a configuration with fast timings for loopback tests.
-func TestConfig(tb testing.TB, id string) Config {
+func TestConfig(tb TB, id string) Config {
 	cfg := DefaultConfig()
 	cfg.ID = id
 	cfg.DataDir = tb.TempDir()
@@ -50,14 +61,14 @@ func TestConfig(tb testing.TB, id string) Config {
 // NewTestCluster starts voters+observers servers: the first bootstraps a
 // cluster and the others join through it. It returns once every server is
 // in the raft configuration with its role and a leader is elected.
-func NewTestCluster(tb testing.TB, voters, observers int) *TestCluster {
+func NewTestCluster(tb TB, voters, observers int) *TestCluster {
 	tb.Helper()
 	return NewTestClusterWith(tb, voters, observers, nil)
 }
 
 // NewTestClusterWith is NewTestCluster with tweak applied to each server's
 // configuration (after TestConfig) before it starts.
-func NewTestClusterWith(tb testing.TB, voters, observers int, tweak func(*Config)) *TestCluster {
+func NewTestClusterWith(tb TB, voters, observers int, tweak func(*Config)) *TestCluster {
 	tb.Helper()
 	c := &TestCluster{tb: tb}
 	for i := 0; i < voters+observers; i++ {
@@ -203,7 +214,7 @@ func (s *Server) isClosed() bool {
 
 // testLogger logs to the test's log when COORD_TEST_LOG is set, and nowhere
 // otherwise (raft is chatty); it stops when the test ends.
-func testLogger(tb testing.TB, id string) *slog.Logger {
+func testLogger(tb TB, id string) *slog.Logger {
 	if os.Getenv("COORD_TEST_LOG") == "" {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -214,7 +225,7 @@ func testLogger(tb testing.TB, id string) *slog.Logger {
 
 type tbWriter struct {
 	mu   sync.Mutex
-	tb   testing.TB
+	tb   TB
 	done bool
 }
 
@@ -232,7 +243,7 @@ func (w *tbWriter) Write(p []byte) (int, error) {
 // module's code (the hung test's among them) in a compact form and exits:
 // a hang then shows where it is in the last lines of the output instead of
 // in the middle of go test's full dump.
-func RunWithWatchdog(m *testing.M, limit time.Duration) int {
+func RunWithWatchdog(m interface{ Run() int }, limit time.Duration) int {
 	// Fuzzing and benchmarks run as long as they are told to.
 	flag.Parse()
 	for _, name := range []string{"test.fuzz", "test.bench"} {
