@@ -21,7 +21,7 @@ func (a *adminService) Status(ctx context.Context, _ *api.StatusRequest) (*api.S
 	v := s.fsm.fsm.View()
 	addr, leaderID := s.raft.LeaderWithID()
 	s.mu.Lock()
-	sessions := len(s.timeouts)
+	sessions := s.tracker.Len()
 	s.mu.Unlock()
 	return &api.StatusResponse{
 		Id: s.cfg.ID, Role: s.Role(), LeaderId: string(leaderID), LeaderAddr: string(addr),

@@ -84,9 +84,7 @@ func newMetrics(s *Server) *metrics {
 		gauge("coord_fsm_znodes", "Znodes in this server's state.", func() float64 { return float64(s.fsm.fsm.View().NodeCount()) }),
 		gauge("coord_fsm_last_zxid", "Zxid of the last applied command.", func() float64 { return float64(s.fsm.fsm.LastZxid()) }),
 		gauge("coord_session_sessions", "Sessions in the cluster's session table.", func() float64 {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			return float64(len(s.timeouts))
+			return float64(s.tracker.Len())
 		}),
 		gauge("coord_session_connections", "Sessions connected to this server.", func() float64 {
 			s.mu.Lock()

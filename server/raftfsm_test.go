@@ -30,7 +30,7 @@ func newBareServer(t testing.TB, origin string) *Server {
 	}
 	s := &Server{cfg: Config{ID: "t"}, origin: origin, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		clock: session.SystemClock{}, watches: watch.New(), tracker: tr,
-		conns: map[int64]*conn{}, timeouts: map[int64]time.Duration{}, touched: map[int64]struct{}{},
+		conns: map[int64]*conn{}, touched: map[int64]struct{}{},
 		members: map[string]Member{}, zkByConn: map[*conn]*zkConn{}, closing: make(chan struct{})}
 	s.fsm = newRaftFSM(s)
 	return s

@@ -69,11 +69,10 @@ type Server struct {
 	ledAt   atomic.Int64  // when this server last saw itself lead (unix ns; leaderloss.go)
 
 	mu       sync.Mutex
-	conns    map[int64]*conn         // sessions connected here
-	timeouts map[int64]time.Duration // every session's timeout, from the log
-	touched  map[int64]struct{}      // sessions heard from since the last report
-	members  map[string]Member       // known servers by id
-	zkByConn map[*conn]*zkConn       // ZooKeeper protocol connections by session connection
+	conns    map[int64]*conn    // sessions connected here
+	touched  map[int64]struct{} // sessions heard from since the last report
+	members  map[string]Member  // known servers by id
+	zkByConn map[*conn]*zkConn  // ZooKeeper protocol connections by session connection
 
 	memberFile memberFile // members remembered in the data directory (members.go)
 
@@ -111,7 +110,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, log: log, clock: session.SystemClock{}, origin: cfg.ID + "#" + boot, gate: newNetGate(),
 		watches: watch.New(),
-		conns:   map[int64]*conn{}, timeouts: map[int64]time.Duration{}, touched: map[int64]struct{}{},
+		conns:   map[int64]*conn{}, touched: map[int64]struct{}{},
 		members: map[string]Member{}, closing: make(chan struct{}), zkByConn: map[*conn]*zkConn{}, started: time.Now(),
 	}
 	tracker, err := session.NewTracker(cfg.Tick, s.clock)
@@ -399,9 +398,6 @@ func (s *Server) afterApply(cmd *fsm.Command, res fsm.Result, triggers []fsm.Tri
 	switch {
 	case cmd.Type == fsm.CmdCreateSession && res.Err == nil:
 		timeout := time.Duration(cmd.Timeout) * time.Millisecond
-		s.mu.Lock()
-		s.timeouts[res.SessionID] = timeout
-		s.mu.Unlock()
 		s.tracker.Add(res.SessionID, timeout)
 	case cmd.Type == fsm.CmdAttachSession && res.Err == nil:
 		// The session moved to another connection: the one here, if any,
@@ -414,7 +410,6 @@ func (s *Server) afterApply(cmd *fsm.Command, res fsm.Result, triggers []fsm.Tri
 		}
 	case cmd.Type == fsm.CmdCloseSession && res.Err == nil:
 		s.mu.Lock()
-		delete(s.timeouts, cmd.Session)
 		delete(s.touched, cmd.Session)
 		c := s.conns[cmd.Session]
 		s.mu.Unlock()
@@ -448,14 +443,12 @@ func (s *Server) afterRestore() {
 		fresh[info.ID] = time.Duration(info.Timeout) * time.Millisecond
 	}
 	s.mu.Lock()
-	old := s.timeouts
-	s.timeouts = fresh
 	conns := make([]*conn, 0, len(s.conns))
 	for _, c := range s.conns {
 		conns = append(conns, c)
 	}
 	s.mu.Unlock()
-	for id := range old {
+	for _, id := range s.tracker.IDs() {
 		if _, ok := fresh[id]; !ok {
 			s.tracker.Remove(id)
 		}

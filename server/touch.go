@@ -14,14 +14,13 @@ import (
 // extends the session's deadline at once; elsewhere it is reported to the
 // leader with the next batch. It reports whether the session is known.
 func (s *Server) touchLocal(id int64) bool {
-	s.mu.Lock()
-	timeout, ok := s.timeouts[id]
+	// The tracker follows the log on every server, so it knows every
+	// session and its timeout (one copy, from the session table).
+	ok := s.tracker.TouchStored(id)
 	if ok && s.raft.State() != raft.Leader {
+		s.mu.Lock()
 		s.touched[id] = struct{}{}
-	}
-	s.mu.Unlock()
-	if ok {
-		s.tracker.Touch(id, timeout)
+		s.mu.Unlock()
 	}
 	return ok
 }

@@ -123,6 +123,31 @@ func (t *Tracker) Touch(id int64, timeout time.Duration) bool {
 	return true
 }
 
+// TouchStored is Touch with the session's stored timeout (the one given to
+// Add, from the replicated session table). It reports whether the session
+// is tracked at all, closing or not; a closing session is not touched.
+func (t *Tracker) TouchStored(id int64) bool {
+	now := t.offset(t.clock.Now())
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, ok := t.sessions[id]
+	if ok && !s.closing {
+		t.file(id, s, t.roundToNextInterval(now+s.timeout))
+	}
+	return ok
+}
+
+// IDs returns the tracked sessions' ids, live or closing, in no order.
+func (t *Tracker) IDs() []int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ids := make([]int64, 0, len(t.sessions))
+	for id := range t.sessions {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
 // Remove stops tracking session id and reports whether it was tracked. The
 // server calls it when a closeSession entry for the session commits.
 func (t *Tracker) Remove(id int64) bool {

@@ -473,3 +473,35 @@ func BenchmarkTouch(b *testing.B) {
 		})
 	}
 }
+
+// TouchStored touches with the timeout the session was added with, reports
+// a tracked session as known even while it is closing (without touching
+// it), and IDs lists every tracked session.
+func TestTouchStoredAndIDs(t *testing.T) {
+	tr, clk := newTestTracker(t, time.Second)
+	tr.Add(1, 3*time.Second)
+	tr.Add(2, 5*time.Second)
+	clk.Advance(2500 * time.Millisecond)
+	if !tr.TouchStored(1) {
+		t.Fatal("TouchStored of a live session reported false")
+	}
+	wantDeadline(t, tr, 1, at(6*time.Second)) // 2.5s + 3s rounds up to 6s
+	if tr.TouchStored(9) {
+		t.Fatal("TouchStored of an unknown session reported true")
+	}
+	tr.SetClosing(2)
+	before, _ := tr.Deadline(2)
+	clk.Advance(time.Second)
+	if !tr.TouchStored(2) {
+		t.Fatal("a closing session is still known")
+	}
+	if after, _ := tr.Deadline(2); !after.Equal(before) {
+		t.Fatalf("a closing session was touched: deadline %v -> %v", before, after)
+	}
+	ids := tr.IDs()
+	slices.Sort(ids)
+	if !slices.Equal(ids, []int64{1, 2}) {
+		t.Fatalf("IDs = %v", ids)
+	}
+	checkInvariants(t, tr)
+}
