@@ -1,0 +1,6 @@
+// Planted: a subpackage without a row of its own.
+package sub
+
+import "coord/server"
+
+var _ = server.Run

@@ -1,0 +1,2 @@
+// Planted: a package with no row.
+package newpkg
