@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"coord/api"
 	"coord/fsm"
 	"coord/zk"
 )
@@ -103,6 +104,59 @@ func TestUnreadRepliesAreBounded(t *testing.T) {
 	}
 }
 
+// The same over gRPC: a session stream whose client sends requests and
+// never receives stops being read (gRPC's flow control then stops the
+// client's sends), with the server's heap bounded, and gets every reply
+// once it reads.
+func TestUnreadRepliesAreBoundedOverGRPC(t *testing.T) {
+	c := NewTestCluster(t, 1, 0)
+	s := c.Servers[0]
+	setup := newSession(t, s.GRPCAddr())
+	mustOK(t, setup.create("/small", "0123456789", fsm.ModePersistent))
+	before := heapInUse()
+	rs := newSession(t, s.GRPCAddr())
+	const n = 100_000
+	sent := 0
+	sendDone := make(chan struct{})
+	go func() {
+		defer close(sendDone)
+		for i := 1; i <= n; i++ {
+			err := rs.stream.Send(&api.ClientMessage{Msg: &api.ClientMessage_Request{Request: &api.Request{Xid: int64(i),
+				Op: &api.Request_GetData{GetData: &api.GetDataRequest{Path: "/small"}}}}})
+			if err != nil {
+				return
+			}
+			sent = i
+		}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for testutil.ToFloat64(s.metrics.throttled) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the server never stopped reading the flooding stream")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	grown := int64(heapInUse()) - int64(before)
+	t.Logf("heap grew by %.1f MiB with a gRPC session's replies unread", float64(grown)/(1<<20))
+	if grown > 48<<20 {
+		t.Errorf("the server's heap grew by %d MiB while a gRPC client did not read its replies", grown>>20)
+	}
+	for i := int64(1); i <= n; i++ {
+		msg, err := rs.recvMsg(60 * time.Second)
+		if err != nil {
+			t.Fatalf("reply %d: %v", i, err)
+		}
+		if r := msg.GetResponse(); r == nil || r.Xid != i || r.Err != 0 {
+			t.Fatalf("reply %d: %v", i, msg)
+		}
+	}
+	<-sendDone
+	if sent != n {
+		t.Fatalf("sent %d of %d", sent, n)
+	}
+}
+
 // Running out of file descriptors makes accepts fail for a while; the
 // ZooKeeper listener retries and accepts again once descriptors are free.
 func TestZooKeeperListenerSurvivesDescriptorExhaustion(t *testing.T) {
@@ -161,6 +215,11 @@ func TestZooKeeperListenerSurvivesDescriptorExhaustion(t *testing.T) {
 			nc.SetDeadline(time.Now().Add(5 * time.Second))
 			if resp := r.connect(zk.ConnectRequest{TimeOut: 10000}); resp.SessionID == 0 {
 				t.Fatal("refused a session after descriptors were freed")
+			}
+			// gRPC's listener (grpc-go retries failed accepts too) takes
+			// sessions again as well.
+			if _, err := dialRetry(t, s.GRPCAddr(), nil); err != nil {
+				t.Fatalf("no gRPC session after descriptors were freed: %v", err)
 			}
 			return
 		}
