@@ -37,16 +37,17 @@ func (l *restartLoad) add(t testing.TB, id int64, pw []byte) {
 }
 
 // writeBefore has n sessions on addr write enough to leave a log tail of
-// their server's proposals (sessions, creates, setData, ephemerals).
+// their server's proposals (sessions, creates, setData, ephemerals). A
+// session whose connection is lost (a leader change on a loaded machine)
+// is replaced and the write retried; any other error fails the test.
 func writeBefore(t *testing.T, addr string, n, writes int, l *restartLoad) {
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
-		s := newSession(t, addr)
-		l.add(t, s.id, s.pw)
 		wg.Add(1)
-		go func(i int, s *rawSession) {
+		go func(i int) {
 			defer wg.Done()
+			var s *rawSession
 			for k := 0; k < writes; k++ {
 				var req *api.Request
 				switch k % 3 {
@@ -57,12 +58,34 @@ func writeBefore(t *testing.T, addr string, n, writes int, l *restartLoad) {
 				default:
 					req = &api.Request{Op: &api.Request_SetData{SetData: &api.SetDataRequest{Path: "/pre", Data: []byte("x"), Version: -1}}}
 				}
-				if r, err := s.tryDo(req); err != nil || r.Err != 0 {
-					errs <- fmt.Errorf("pre-restart write %d of client %d: %v %v", k, i, r, err)
-					return
+				for attempt := 0; ; attempt++ {
+					if s == nil {
+						var err error
+						if s, err = dialRetry(t, addr, nil); err != nil {
+							errs <- fmt.Errorf("pre-restart client %d: %v", i, err)
+							return
+						}
+						l.add(t, s.id, s.pw)
+					}
+					r, err := s.tryDo(req)
+					if lost(r, err) && attempt < 10 {
+						s.drop()
+						s = nil
+						if k%3 == 1 {
+							// The ephemeral may exist (or vanish with the
+							// dropped session): use a new name.
+							req = createReq(fmt.Sprintf("/pre/e%d-%d-%d", i, k, attempt), "pre", fsm.ModeEphemeral)
+						}
+						continue
+					}
+					if err != nil || r.Err != 0 {
+						errs <- fmt.Errorf("pre-restart write %d of client %d: %v %v", k, i, r, err)
+						return
+					}
+					break
 				}
 			}
-		}(i, s)
+		}(i)
 	}
 	wg.Wait()
 	close(errs)
@@ -176,7 +199,7 @@ func clientWrites(s *rawSession, i, attempt int) error {
 func checkRestart(t *testing.T, c *TestCluster, target int, down func()) {
 	t.Helper()
 	l := &restartLoad{sessions: map[int64][]byte{}}
-	setup := newSession(t, c.Servers[target].GRPCAddr())
+	setup := newSessionOK(t, c.Servers[target].GRPCAddr())
 	mustOK(t, setup.create("/pre", "", fsm.ModePersistent))
 	mustOK(t, setup.create("/post", "", fsm.ModePersistent))
 	l.add(t, setup.id, setup.pw)
@@ -220,7 +243,7 @@ func checkRestart(t *testing.T, c *TestCluster, target int, down func()) {
 		if _, err := dialSession(t, s.GRPCAddr(), &api.ConnectRequest{SessionId: rs.id, Password: other.pw, TimeoutMs: 10000}); err == nil {
 			t.Errorf("session 0x%x re-attached with session 0x%x's password", rs.id, other.id)
 		}
-		again, err := dialSession(t, s.GRPCAddr(), &api.ConnectRequest{SessionId: rs.id, Password: rs.pw, TimeoutMs: 10000})
+		again, err := dialRetry(t, s.GRPCAddr(), &api.ConnectRequest{SessionId: rs.id, Password: rs.pw, TimeoutMs: 10000})
 		if err != nil || again.id != rs.id {
 			t.Errorf("session 0x%x cannot re-attach with its own password: %v", rs.id, err)
 		}
@@ -247,9 +270,22 @@ func snapshotOften(cfg *Config) { cfg.SnapshotThreshold, cfg.TrailingLogs = 32, 
 func writeAndCompact(t *testing.T, c *TestCluster) func() {
 	return func() {
 		li := c.Leader()
-		w := newSession(t, c.Servers[li].GRPCAddr())
+		addr := c.Servers[li].GRPCAddr()
+		w := newSessionOK(t, addr)
 		for i := 0; i < 200; i++ {
-			mustOK(t, w.create(fmt.Sprintf("/pre/while-down-%03d", i), "x", fsm.ModePersistent))
+			path := fmt.Sprintf("/pre/while-down-%03d", i)
+			r, err := w.tryDo(createReq(path, "x", fsm.ModePersistent))
+			if lost(r, err) { // a leader change: reconnect; the create may have applied
+				w.drop()
+				w = newSessionOK(t, addr)
+				r, err = w.tryDo(createReq(path, "x", fsm.ModePersistent))
+				if err == nil && fsm.Code(r.Err) == fsm.NodeExists {
+					continue
+				}
+			}
+			if err != nil || r.Err != 0 {
+				t.Fatalf("create %s: %v %v", path, r, err)
+			}
 		}
 		if err := c.Servers[li].raft.Snapshot().Error(); err != nil {
 			t.Fatalf("leader snapshot: %v", err)
