@@ -17,14 +17,14 @@ import (
 	"google.golang.org/grpc/status"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // Conn is a client session with a coord cluster. It is safe for concurrent
 // use: calls from many goroutines are pipelined on the session's one stream,
 // written in the order they are made and answered in that order. When the
 // stream breaks the Conn re-attaches the session to another server,
-// re-registering its watches; calls in flight fail with fsm.ConnectionLoss,
+// re-registering its watches; calls in flight fail with vocab.ConnectionLoss,
 // calls made meanwhile wait for the new stream (or their context).
 type Conn struct {
 	opts    options
@@ -187,10 +187,10 @@ func (c *Conn) classify(err error) (State, error) {
 	switch {
 	case acked || (closing && c.ctx.Err() != nil):
 		return StateClosed, ErrClosed
-	case errors.Is(err, fsm.SessionExpired), status.Code(err) == codes.NotFound:
-		return StateExpired, fsm.SessionExpired
+	case errors.Is(err, vocab.SessionExpired), status.Code(err) == codes.NotFound:
+		return StateExpired, vocab.SessionExpired
 	case status.Code(err) == codes.Unauthenticated:
-		return StateAuthFailed, fsm.AuthFailed
+		return StateAuthFailed, vocab.AuthFailed
 	}
 	return StateDisconnected, nil
 }
@@ -198,9 +198,9 @@ func (c *Conn) classify(err error) (State, error) {
 // detach takes s out of service and fails its pending calls; why is the
 // error that ended the stream.
 func (c *Conn) detach(s *stream, st State, why error) {
-	code := fsm.ConnectionLoss
+	code := vocab.ConnectionLoss
 	if st == StateExpired {
-		code = fsm.SessionExpired
+		code = vocab.SessionExpired
 	}
 	c.mu.Lock()
 	if c.stream == s {
@@ -263,7 +263,7 @@ func (c *Conn) establish(ctx context.Context) (*stream, State, error) {
 			left := c.opts.dialTimeout
 			if hasSession {
 				if left = c.untilExpiry(); left <= 0 {
-					return nil, StateExpired, fsm.SessionExpired
+					return nil, StateExpired, vocab.SessionExpired
 				}
 			}
 			if err := ctx.Err(); err != nil {
@@ -276,18 +276,18 @@ func (c *Conn) establish(ctx context.Context) (*stream, State, error) {
 			c.log.Debug("coord: connect failed", "server", server, "err", err)
 			switch status.Code(err) {
 			case codes.NotFound:
-				return nil, StateExpired, fsm.SessionExpired
+				return nil, StateExpired, vocab.SessionExpired
 			case codes.Unauthenticated:
-				return nil, StateAuthFailed, fsm.AuthFailed
+				return nil, StateAuthFailed, vocab.AuthFailed
 			}
-			if errors.Is(err, fsm.SessionExpired) {
+			if errors.Is(err, vocab.SessionExpired) {
 				return nil, StateExpired, err
 			}
 			failures++
 			if c.opts.maxRetries > 0 && failures >= c.opts.maxRetries {
 				c.log.Warn("coord: giving up", "attempts", failures, "err", err)
 				if hasSession {
-					return nil, StateExpired, fsm.SessionExpired
+					return nil, StateExpired, vocab.SessionExpired
 				}
 				return nil, StateClosed, fmt.Errorf("coord: no server took the session after %d attempts: %w", failures, err)
 			}
@@ -365,7 +365,7 @@ func (c *Conn) attach(ctx context.Context, server string, timeout time.Duration)
 		// The server made a new session: ours is gone.
 		cancel()
 		_ = cc.Close()
-		return nil, fmt.Errorf("%w: server answered with session %#x", fsm.SessionExpired, resp.GetSessionId())
+		return nil, fmt.Errorf("%w: server answered with session %#x", vocab.SessionExpired, resp.GetSessionId())
 	}
 	if c.endErr != nil {
 		cancel()
@@ -411,7 +411,7 @@ func (c *Conn) connectRequest() *api.ConnectRequest {
 }
 
 // do sends a request on the session and waits for its response. A non-OK
-// response code becomes an *fsm.Error for op and path; onResp, if set, sees
+// response code becomes a *vocab.Error for op and path; onResp, if set, sees
 // every response before do returns (it registers watches).
 func (c *Conn) do(ctx context.Context, op, path string, req *api.Request, onResp func(*api.Response)) (*api.Response, error) {
 	cl := &call{req: req, onResp: onResp, done: make(chan callResult, 1)}
@@ -457,9 +457,9 @@ func (c *Conn) do(ctx context.Context, op, path string, req *api.Request, onResp
 
 // opErr attaches op and path to an error that ended a call.
 func opErr(err error, op, path string) error {
-	var code fsm.Code
+	var code vocab.Code
 	if errors.As(err, &code) {
-		return &fsm.Error{Code: code, Op: op, Path: path}
+		return &vocab.Error{Code: code, Op: op, Path: path}
 	}
 	if path == "" {
 		return fmt.Errorf("%s: %w", op, err)
@@ -496,7 +496,7 @@ func (c *Conn) Close(ctx context.Context) error {
 	})
 	c.end(StateClosed, ErrClosed)
 	<-c.loopDone
-	if errors.Is(err, fsm.SessionExpired) {
+	if errors.Is(err, vocab.SessionExpired) {
 		return nil
 	}
 	return err

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 func TestCallsAndErrorMapping(t *testing.T) {
@@ -19,19 +19,19 @@ func TestCallsAndErrorMapping(t *testing.T) {
 	c, _ := dial(t, []string{f.addr})
 	ctx := ctxT(t)
 
-	p, st, err := c.Create2(ctx, "/a", []byte("x"), fsm.ModePersistent, fsm.OpenACLUnsafe)
+	p, st, err := c.Create2(ctx, "/a", []byte("x"), vocab.ModePersistent, vocab.OpenACLUnsafe)
 	if err != nil || p != "/a" || st.Czxid == 0 || st.DataLength != 1 {
 		t.Fatalf("Create2 = %q %+v %v", p, st, err)
 	}
-	_, err = c.Create(ctx, "/a", nil, fsm.ModePersistent, fsm.OpenACLUnsafe)
-	var fe *fsm.Error
-	if !errors.Is(err, fsm.NodeExists) || !errors.As(err, &fe) || fe.Op != "create" || fe.Path != "/a" {
+	_, err = c.Create(ctx, "/a", nil, vocab.ModePersistent, vocab.OpenACLUnsafe)
+	var fe *vocab.Error
+	if !errors.Is(err, vocab.NodeExists) || !errors.As(err, &fe) || fe.Op != "create" || fe.Path != "/a" {
 		t.Fatalf("Create twice: %v (%#v)", err, fe)
 	}
-	if _, _, err := c.Get(ctx, "/missing"); !errors.Is(err, fsm.NoNode) {
+	if _, _, err := c.Get(ctx, "/missing"); !errors.Is(err, vocab.NoNode) {
 		t.Fatalf("Get missing: %v", err)
 	}
-	if _, err := c.Set(ctx, "/a", []byte("y"), 7); !errors.Is(err, fsm.BadVersion) {
+	if _, err := c.Set(ctx, "/a", []byte("y"), 7); !errors.Is(err, vocab.BadVersion) {
 		t.Fatalf("Set bad version: %v", err)
 	}
 	st, err = c.Set(ctx, "/a", []byte("y"), 0)
@@ -44,10 +44,10 @@ func TestCallsAndErrorMapping(t *testing.T) {
 	}
 
 	// Null data and empty data stay apart.
-	if _, err := c.Create(ctx, "/null", nil, fsm.ModePersistent, fsm.OpenACLUnsafe); err != nil {
+	if _, err := c.Create(ctx, "/null", nil, vocab.ModePersistent, vocab.OpenACLUnsafe); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Create(ctx, "/empty", []byte{}, fsm.ModePersistent, fsm.OpenACLUnsafe); err != nil {
+	if _, err := c.Create(ctx, "/empty", []byte{}, vocab.ModePersistent, vocab.OpenACLUnsafe); err != nil {
 		t.Fatal(err)
 	}
 	if d, _, _ := c.Get(ctx, "/null"); d != nil {
@@ -66,7 +66,7 @@ func TestCallsAndErrorMapping(t *testing.T) {
 		t.Fatalf("Exists = %v %+v %v", ok, st, err)
 	}
 
-	seq, err := c.Create(ctx, "/a/s-", nil, fsm.ModeEphemeralSequential, fsm.OpenACLUnsafe)
+	seq, err := c.Create(ctx, "/a/s-", nil, vocab.ModeEphemeralSequential, vocab.OpenACLUnsafe)
 	if err != nil || seq != "/a/s-0000000000" {
 		t.Fatalf("sequential create = %q %v", seq, err)
 	}
@@ -80,20 +80,20 @@ func TestCallsAndErrorMapping(t *testing.T) {
 	if n, err := c.GetAllChildrenNumber(ctx, "/a"); err != nil || n != 1 {
 		t.Fatalf("GetAllChildrenNumber = %d %v", n, err)
 	}
-	if err := c.Delete(ctx, "/a", AnyVersion); !errors.Is(err, fsm.NotEmpty) {
+	if err := c.Delete(ctx, "/a", AnyVersion); !errors.Is(err, vocab.NotEmpty) {
 		t.Fatalf("Delete non-empty: %v", err)
 	}
-	acl := []fsm.ACL{{Perms: fsm.PermRead | fsm.PermAdmin, ID: fsm.Id{Scheme: "digest", ID: "bob:hash"}}}
+	acl := []vocab.ACL{{Perms: vocab.PermRead | vocab.PermAdmin, ID: vocab.Id{Scheme: "digest", ID: "bob:hash"}}}
 	if st, err := c.SetACL(ctx, "/a", acl, 0); err != nil || st.Aversion != 1 {
 		t.Fatalf("SetACL = %+v %v", st, err)
 	}
-	if _, err := c.SetACL(ctx, "/a", acl, 0); !errors.Is(err, fsm.BadVersion) {
+	if _, err := c.SetACL(ctx, "/a", acl, 0); !errors.Is(err, vocab.BadVersion) {
 		t.Fatalf("SetACL with a stale aversion: %v", err)
 	}
 	if got, st, err := c.GetACL(ctx, "/a"); err != nil || !slices.Equal(got, acl) || st.Aversion != 1 {
 		t.Fatalf("GetACL = %v %+v %v", got, st, err)
 	}
-	if _, _, err := c.CreateTTL(ctx, "/ttl", nil, fsm.ModePersistentTTL, fsm.OpenACLUnsafe, 1500*time.Millisecond); err != nil {
+	if _, _, err := c.CreateTTL(ctx, "/ttl", nil, vocab.ModePersistentTTL, vocab.OpenACLUnsafe, 1500*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	if reqs, _ := f.received(); reqs[len(reqs)-1].GetCreate().GetTtl() != 1500 {
@@ -105,7 +105,7 @@ func TestCallsAndErrorMapping(t *testing.T) {
 	if c.LastZxid() == 0 {
 		t.Fatal("LastZxid not taken from responses")
 	}
-	if err := c.RemoveWatches(ctx, "/a", WatcherAny); !errors.Is(err, fsm.NoWatcher) {
+	if err := c.RemoveWatches(ctx, "/a", WatcherAny); !errors.Is(err, vocab.NoWatcher) {
 		t.Fatalf("RemoveWatches without watches: %v", err)
 	}
 }
@@ -116,7 +116,7 @@ func TestMulti(t *testing.T) {
 	ctx := ctxT(t)
 
 	res, err := c.Multi(ctx,
-		CreateOp{Path: "/m", Data: []byte("1"), ACL: fsm.OpenACLUnsafe},
+		CreateOp{Path: "/m", Data: []byte("1"), ACL: vocab.OpenACLUnsafe},
 		SetDataOp{Path: "/m", Data: []byte("2"), Version: 0},
 		CheckOp{Path: "/m", Version: 1},
 	)
@@ -126,13 +126,13 @@ func TestMulti(t *testing.T) {
 	res, err = c.Multi(ctx,
 		SetDataOp{Path: "/m", Data: []byte("3"), Version: AnyVersion},
 		DeleteOp{Path: "/m", Version: 5},
-		CreateOp{Path: "/n", ACL: fsm.OpenACLUnsafe},
+		CreateOp{Path: "/n", ACL: vocab.OpenACLUnsafe},
 	)
-	var fe *fsm.Error
-	if !errors.Is(err, fsm.BadVersion) || !errors.As(err, &fe) || fe.Path != "/m" || fe.Op != "multi" {
+	var fe *vocab.Error
+	if !errors.Is(err, vocab.BadVersion) || !errors.As(err, &fe) || fe.Path != "/m" || fe.Op != "multi" {
 		t.Fatalf("failing Multi err = %v", err)
 	}
-	if len(res) != 3 || res[0].Err != nil || !errors.Is(res[1].Err, fsm.BadVersion) || !errors.Is(res[2].Err, fsm.RuntimeInconsistency) {
+	if len(res) != 3 || res[0].Err != nil || !errors.Is(res[1].Err, vocab.BadVersion) || !errors.Is(res[2].Err, vocab.RuntimeInconsistency) {
 		t.Fatalf("failing Multi results = %+v", res)
 	}
 	if d, _, _ := c.Get(ctx, "/m"); string(d) != "2" {
@@ -143,7 +143,7 @@ func TestMulti(t *testing.T) {
 	if err != nil || len(rr) != 3 {
 		t.Fatalf("MultiRead = %+v %v", rr, err)
 	}
-	if string(rr[0].Data) != "2" || !slices.Contains(rr[1].Children, "m") || !errors.Is(rr[2].Err, fsm.NoNode) {
+	if string(rr[0].Data) != "2" || !slices.Contains(rr[1].Children, "m") || !errors.Is(rr[2].Err, vocab.NoNode) {
 		t.Fatalf("MultiRead results = %+v", rr)
 	}
 }
@@ -156,7 +156,7 @@ func TestPipelinedRequestsMatchByXid(t *testing.T) {
 	ctx := ctxT(t)
 	const n = 16
 	for i := range n {
-		if _, err := c.Create(ctx, fmt.Sprintf("/p%d", i), []byte(fmt.Sprint(i)), fsm.ModePersistent, nil); err != nil {
+		if _, err := c.Create(ctx, fmt.Sprintf("/p%d", i), []byte(fmt.Sprint(i)), vocab.ModePersistent, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -201,7 +201,7 @@ func TestFIFOPerSession(t *testing.T) {
 	for g := range 8 {
 		wg.Go(func() {
 			p := fmt.Sprintf("/g%d", g)
-			if _, err := c.Create(ctx, p, nil, fsm.ModePersistent, nil); err != nil {
+			if _, err := c.Create(ctx, p, nil, vocab.ModePersistent, nil); err != nil {
 				t.Error(err)
 				return
 			}
@@ -229,7 +229,7 @@ func TestResponseWithWrongXidDropsStream(t *testing.T) {
 		s.send(&api.ServerMessage{Msg: &api.ServerMessage_Response{Response: &api.Response{Xid: req.GetXid() + 100}}})
 		return true
 	})
-	if _, err := c.Sync(ctx, "/"); !errors.Is(err, fsm.ConnectionLoss) {
+	if _, err := c.Sync(ctx, "/"); !errors.Is(err, vocab.ConnectionLoss) {
 		t.Fatalf("Sync with a wrong xid answer: %v", err)
 	}
 	waitState(t, events, StateDisconnected)
@@ -247,7 +247,7 @@ func TestContextCancellation(t *testing.T) {
 	f := newFakeServer(t, newFakeCluster())
 	c, _ := dial(t, []string{f.addr})
 	ctx := ctxT(t)
-	if _, err := c.Create(ctx, "/w", []byte("v"), fsm.ModePersistent, nil); err != nil {
+	if _, err := c.Create(ctx, "/w", []byte("v"), vocab.ModePersistent, nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -287,10 +287,10 @@ func TestCloseEndsSession(t *testing.T) {
 	f := newFakeServer(t, cl)
 	c, events := dial(t, []string{f.addr})
 	ctx := ctxT(t)
-	if _, err := c.Create(ctx, "/e", nil, fsm.ModeEphemeral, nil); err != nil {
+	if _, err := c.Create(ctx, "/e", nil, vocab.ModeEphemeral, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Create(ctx, "/p", nil, fsm.ModePersistent, nil); err != nil {
+	if _, err := c.Create(ctx, "/p", nil, vocab.ModePersistent, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Closing deletes the ephemeral, which fires its watch; a watch on a
@@ -316,7 +316,7 @@ func TestCloseEndsSession(t *testing.T) {
 	if c.State() != StateClosed {
 		t.Fatalf("state %v after Close", c.State())
 	}
-	if ev := recv(t, we); ev.Type != fsm.EventNodeDeleted || ev.Path != "/e" {
+	if ev := recv(t, we); ev.Type != vocab.EventNodeDeleted || ev.Path != "/e" {
 		t.Fatalf("watch on the ephemeral: %v", ev)
 	}
 	if ev := recv(t, w); ev.Type != EventNotWatching || ev.State != StateClosed || ev.Path != "/p" {

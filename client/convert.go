@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // ErrClosed is returned by calls on a Conn after Close.
@@ -15,12 +15,12 @@ var ErrClosed = errors.New("coord: connection closed")
 const AnyVersion int32 = -1
 
 // codeErr turns a response code into the error a call returns: nil for OK,
-// else an *fsm.Error, so errors.Is(err, fsm.NoNode) works.
+// else a *vocab.Error, so errors.Is(err, vocab.NoNode) works.
 func codeErr(code int32, op, path string) error {
-	if fsm.Code(code) == fsm.OK {
+	if vocab.Code(code) == vocab.OK {
 		return nil
 	}
-	return &fsm.Error{Code: fsm.Code(code), Op: op, Path: path}
+	return &vocab.Error{Code: vocab.Code(code), Op: op, Path: path}
 }
 
 // ctxErr wraps a context error with the call it ended.
@@ -31,11 +31,11 @@ func ctxErr(op, path string, err error) error {
 	return fmt.Errorf("coord: %s %s: %w", op, path, err)
 }
 
-func statFromAPI(s *api.Stat) fsm.Stat {
+func statFromAPI(s *api.Stat) vocab.Stat {
 	if s == nil {
-		return fsm.Stat{}
+		return vocab.Stat{}
 	}
-	return fsm.Stat{
+	return vocab.Stat{
 		Czxid:          s.GetCzxid(),
 		Mzxid:          s.GetMzxid(),
 		Ctime:          s.GetCtime(),
@@ -50,7 +50,7 @@ func statFromAPI(s *api.Stat) fsm.Stat {
 	}
 }
 
-func aclToAPI(acl []fsm.ACL) []*api.ACL {
+func aclToAPI(acl []vocab.ACL) []*api.ACL {
 	out := make([]*api.ACL, len(acl))
 	for i, a := range acl {
 		out[i] = &api.ACL{Perms: int32(a.Perms), Id: &api.Id{Scheme: a.ID.Scheme, Id: a.ID.ID}}
@@ -58,10 +58,10 @@ func aclToAPI(acl []fsm.ACL) []*api.ACL {
 	return out
 }
 
-func aclFromAPI(acl []*api.ACL) []fsm.ACL {
-	out := make([]fsm.ACL, len(acl))
+func aclFromAPI(acl []*api.ACL) []vocab.ACL {
+	out := make([]vocab.ACL, len(acl))
 	for i, a := range acl {
-		out[i] = fsm.ACL{Perms: fsm.Perm(a.GetPerms()), ID: fsm.Id{Scheme: a.GetId().GetScheme(), ID: a.GetId().GetId()}}
+		out[i] = vocab.ACL{Perms: vocab.Perm(a.GetPerms()), ID: vocab.Id{Scheme: a.GetId().GetScheme(), ID: a.GetId().GetId()}}
 	}
 	return out
 }
@@ -78,7 +78,7 @@ func dataFromAPI(data []byte, null bool) []byte {
 	return data
 }
 
-func createToAPI(path string, data []byte, mode fsm.CreateMode, acl []fsm.ACL, ttlMs int64) *api.CreateRequest {
+func createToAPI(path string, data []byte, mode vocab.CreateMode, acl []vocab.ACL, ttlMs int64) *api.CreateRequest {
 	return &api.CreateRequest{
 		Path:     path,
 		Data:     data,

@@ -1,6 +1,8 @@
 // Package client is coord's Go client: a ZooKeeper-style session over the
 // gRPC Session stream of package api, shaped like go-zookeeper's Conn but
-// with a context on every call and fsm's error codes and types.
+// with a context on every call and package vocab's error codes and types
+// (Stat, ACL, CreateMode, EventType; compare errors against vocab.NoNode and
+// the other codes).
 //
 //	c, events, err := client.Connect(ctx, []string{"10.0.0.1:7000", "10.0.0.2:7000"},
 //		client.WithSessionTimeout(10*time.Second), client.WithLogger(logger))
@@ -13,7 +15,7 @@
 //			logger.Info("session", "state", ev.State)
 //		}
 //	}()
-//	if _, err := c.Create(ctx, "/app", []byte("v1"), fsm.ModePersistent, fsm.OpenACLUnsafe); errors.Is(err, fsm.NodeExists) {
+//	if _, err := c.Create(ctx, "/app", []byte("v1"), vocab.ModePersistent, vocab.OpenACLUnsafe); errors.Is(err, vocab.NodeExists) {
 //		// someone else made it
 //	}
 //	data, stat, changed, err := c.GetW(ctx, "/app")
@@ -49,7 +51,7 @@
 //
 // When the stream breaks (or the server is silent for two thirds of the
 // session timeout) the Conn reports Disconnected, fails the calls in flight
-// with fsm.ConnectionLoss, and tries the next server with the session id,
+// with vocab.ConnectionLoss, and tries the next server with the session id,
 // password, last zxid, identities, and every outstanding watch (relative to
 // the last zxid, so the server fires at once those whose node changed in
 // between). Calls made meanwhile wait for the new stream or their context.
@@ -57,14 +59,14 @@
 // event, or codes.NotFound on re-attach), when no server takes it within
 // the session timeout, on codes.Unauthenticated (AuthFailed), or on Close:
 // watch channels get EventNotWatching and close, the event channel gets the
-// final state and closes, and calls fail with fsm.SessionExpired,
-// fsm.AuthFailed or ErrClosed. The client does not start a new session on
+// final state and closes, and calls fail with vocab.SessionExpired,
+// vocab.AuthFailed or ErrClosed. The client does not start a new session on
 // its own: connect again.
 //
 // # Errors
 //
-// A non-OK response is an *fsm.Error with the code, the operation and the
-// path, so errors.Is(err, fsm.NoNode) and errors.As(err, &fe) work. A call
+// A non-OK response is a *vocab.Error with the code, the operation and the
+// path, so errors.Is(err, vocab.NoNode) and errors.As(err, &fe) work. A call
 // whose context ends returns an error wrapping ctx.Err().
 //
 // The client pings when the stream has been idle for a little under a

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // State is the state of a session as the client sees it. The values are
@@ -55,14 +55,14 @@ func (s State) terminal() bool {
 	return s == StateExpired || s == StateAuthFailed || s == StateClosed
 }
 
-// Event types beyond the znode ones of fsm.EventType (which keep ZooKeeper's
+// Event types beyond the znode ones of vocab.EventType (which keep ZooKeeper's
 // numbers 1 to 4).
 const (
 	// EventSession is a change of session state (ZooKeeper's EventType None).
-	EventSession fsm.EventType = -1
+	EventSession vocab.EventType = -1
 	// EventNotWatching is the last event of a watch that will not fire: it
 	// was removed, or the session ended. Err says why.
-	EventNotWatching fsm.EventType = -2
+	EventNotWatching vocab.EventType = -2
 )
 
 // Event is a watch notification or a session state change.
@@ -76,7 +76,7 @@ const (
 // persistent watches, so a consumer should re-read on StateConnected), and
 // finally EventNotWatching before it closes.
 type Event struct {
-	Type   fsm.EventType
+	Type   vocab.EventType
 	State  State
 	Path   string // the znode that changed; empty for session events
 	Zxid   int64  // the change's zxid; -1 when the server synthesized the event on re-attach

@@ -3,7 +3,7 @@ package client
 import (
 	"testing"
 
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // The session channel never blocks: an absent reader loses the oldest
@@ -35,7 +35,7 @@ func TestSessionEventsDropOldest(t *testing.T) {
 func TestQueueIsUnboundedAndOrdered(t *testing.T) {
 	q := newQueue()
 	for i := range 1000 {
-		q.push(Event{Type: fsm.EventNodeDataChanged, Zxid: int64(i)})
+		q.push(Event{Type: vocab.EventNodeDataChanged, Zxid: int64(i)})
 	}
 	q.close()
 	n := 0

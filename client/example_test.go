@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"coord/client"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // A session that publishes a config znode and follows changes to it.
@@ -27,8 +27,8 @@ func Example() {
 		}
 	}()
 
-	_, err = c.Create(ctx, "/config", []byte("v1"), fsm.ModePersistent, fsm.OpenACLUnsafe)
-	if err != nil && !errors.Is(err, fsm.NodeExists) {
+	_, err = c.Create(ctx, "/config", []byte("v1"), vocab.ModePersistent, vocab.OpenACLUnsafe)
+	if err != nil && !errors.Is(err, vocab.NodeExists) {
 		fmt.Println(err)
 		return
 	}
@@ -38,7 +38,7 @@ func Example() {
 		return
 	}
 	fmt.Printf("config %q at version %d\n", data, stat.Version)
-	if _, err := c.Set(ctx, "/config", []byte("v2"), stat.Version); errors.Is(err, fsm.BadVersion) {
+	if _, err := c.Set(ctx, "/config", []byte("v2"), stat.Version); errors.Is(err, vocab.BadVersion) {
 		fmt.Println("someone else changed it first")
 	}
 	ev := <-changed
@@ -57,9 +57,9 @@ func ExampleConn_Multi() {
 	_, err = c.Multi(ctx,
 		client.CheckOp{Path: "/config", Version: 3},
 		client.SetDataOp{Path: "/config", Data: []byte("v4"), Version: client.AnyVersion},
-		client.CreateOp{Path: "/config/history-", Mode: fsm.ModePersistentSequential, ACL: fsm.OpenACLUnsafe},
+		client.CreateOp{Path: "/config/history-", Mode: vocab.ModePersistentSequential, ACL: vocab.OpenACLUnsafe},
 	)
-	var fe *fsm.Error
+	var fe *vocab.Error
 	if errors.As(err, &fe) {
 		fmt.Println("multi failed at", fe.Path, fe.Code)
 	}

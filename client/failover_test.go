@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // hangOn makes f swallow sync requests on path (they never get an answer)
@@ -56,11 +56,11 @@ func TestFailoverCarriesSessionAndWatches(t *testing.T) {
 	c, events := dial(t, []string{a.addr, b.addr})
 	ctx := ctxT(t)
 	for _, p := range []string{"/d", "/gone", "/p", "/r"} {
-		if _, err := c.Create(ctx, p, nil, fsm.ModePersistent, nil); err != nil {
+		if _, err := c.Create(ctx, p, nil, vocab.ModePersistent, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := c.Create(ctx, "/e", nil, fsm.ModeEphemeral, nil); err != nil {
+	if _, err := c.Create(ctx, "/e", nil, vocab.ModeEphemeral, nil); err != nil {
 		t.Fatal(err)
 	}
 	_, _, wd, _ := c.GetW(ctx, "/d")
@@ -80,7 +80,7 @@ func TestFailoverCarriesSessionAndWatches(t *testing.T) {
 	hung := hangOn(t, a, c, "/hang")
 
 	a.stop()
-	if err := waitErr(t, hung); !errors.Is(err, fsm.ConnectionLoss) {
+	if err := waitErr(t, hung); !errors.Is(err, vocab.ConnectionLoss) {
 		t.Fatalf("in-flight call on the broken stream: %v", err)
 	}
 	waitState(t, events, StateDisconnected)
@@ -129,7 +129,7 @@ func TestFailoverCarriesSessionAndWatches(t *testing.T) {
 	}
 
 	// The change made while away fires at once; the others still wait.
-	if ev := recv(t, wg); ev.Type != fsm.EventNodeDeleted || ev.Path != "/gone" {
+	if ev := recv(t, wg); ev.Type != vocab.EventNodeDeleted || ev.Path != "/gone" {
 		t.Fatalf("watch on a node deleted while disconnected: %v", ev)
 	}
 	if ev := recv(t, wp); ev.Type != EventSession || ev.State != StateConnected {
@@ -137,25 +137,25 @@ func TestFailoverCarriesSessionAndWatches(t *testing.T) {
 	}
 	quiet(t, wd)
 	cl.set("/d", []byte("new"))
-	if ev := recv(t, wd); ev.Type != fsm.EventNodeDataChanged || ev.Path != "/d" {
+	if ev := recv(t, wd); ev.Type != vocab.EventNodeDataChanged || ev.Path != "/d" {
 		t.Fatalf("data watch through b: %v", ev)
 	}
-	if _, err := c.Create(ctx, "/missing", nil, fsm.ModePersistent, nil); err != nil {
+	if _, err := c.Create(ctx, "/missing", nil, vocab.ModePersistent, nil); err != nil {
 		t.Fatal(err)
 	}
-	if ev := recv(t, wm); ev.Type != fsm.EventNodeCreated {
+	if ev := recv(t, wm); ev.Type != vocab.EventNodeCreated {
 		t.Fatalf("exist watch through b: %v", ev)
 	}
-	if _, err := c.Create(ctx, "/p/k", nil, fsm.ModePersistent, nil); err != nil {
+	if _, err := c.Create(ctx, "/p/k", nil, vocab.ModePersistent, nil); err != nil {
 		t.Fatal(err)
 	}
-	if ev := recv(t, wc); ev.Type != fsm.EventNodeChildrenChanged {
+	if ev := recv(t, wc); ev.Type != vocab.EventNodeChildrenChanged {
 		t.Fatalf("child watch through b: %v", ev)
 	}
-	if ev := recv(t, wp); ev.Type != fsm.EventNodeChildrenChanged {
+	if ev := recv(t, wp); ev.Type != vocab.EventNodeChildrenChanged {
 		t.Fatalf("persistent watch through b: %v", ev)
 	}
-	if _, err := c.Create(ctx, "/r/z", nil, fsm.ModePersistent, nil); err != nil {
+	if _, err := c.Create(ctx, "/r/z", nil, vocab.ModePersistent, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, st := range []State{StateDisconnected, StateConnected} {
@@ -163,7 +163,7 @@ func TestFailoverCarriesSessionAndWatches(t *testing.T) {
 			t.Fatalf("recursive watch session event %v, want %v", ev, st)
 		}
 	}
-	if ev := recv(t, wr); ev.Type != fsm.EventNodeCreated || ev.Path != "/r/z" {
+	if ev := recv(t, wr); ev.Type != vocab.EventNodeCreated || ev.Path != "/r/z" {
 		t.Fatalf("recursive watch through b: %v", ev)
 	}
 	if n := cl.node("/e"); n == nil || n.stat.EphemeralOwner != id {
@@ -176,7 +176,7 @@ func TestExpiredByServer(t *testing.T) {
 	f := newFakeServer(t, cl)
 	c, events := dial(t, []string{f.addr})
 	ctx := ctxT(t)
-	if _, err := c.Create(ctx, "/d", nil, fsm.ModePersistent, nil); err != nil {
+	if _, err := c.Create(ctx, "/d", nil, vocab.ModePersistent, nil); err != nil {
 		t.Fatal(err)
 	}
 	_, _, w, _ := c.GetW(ctx, "/d")
@@ -187,12 +187,12 @@ func TestExpiredByServer(t *testing.T) {
 	hung := hangOn(t, f, c, "/hang")
 
 	cl.expire(c.SessionID())
-	if err := waitErr(t, hung); !errors.Is(err, fsm.SessionExpired) {
+	if err := waitErr(t, hung); !errors.Is(err, vocab.SessionExpired) {
 		t.Fatalf("in-flight call at expiry: %v", err)
 	}
 	for _, ch := range []<-chan Event{w, wp} {
 		ev := recv(t, ch)
-		if ev.Type != EventNotWatching || ev.State != StateExpired || ev.Path != "/d" || !errors.Is(ev.Err, fsm.SessionExpired) {
+		if ev.Type != EventNotWatching || ev.State != StateExpired || ev.Path != "/d" || !errors.Is(ev.Err, vocab.SessionExpired) {
 			t.Fatalf("watch at expiry: %v", ev)
 		}
 		closed(t, ch)
@@ -203,11 +203,11 @@ func TestExpiredByServer(t *testing.T) {
 		t.Fatalf("state %v", c.State())
 	}
 	_, _, err = c.Get(ctx, "/d")
-	var fe *fsm.Error
-	if !errors.Is(err, fsm.SessionExpired) || !errors.As(err, &fe) || fe.Op != "get" {
+	var fe *vocab.Error
+	if !errors.Is(err, vocab.SessionExpired) || !errors.As(err, &fe) || fe.Op != "get" {
 		t.Fatalf("Get after expiry: %v", err)
 	}
-	if _, _, w, err := c.GetW(ctx, "/d"); w != nil || !errors.Is(err, fsm.SessionExpired) {
+	if _, _, w, err := c.GetW(ctx, "/d"); w != nil || !errors.Is(err, vocab.SessionExpired) {
 		t.Fatalf("GetW after expiry: %v", err)
 	}
 	if err := c.Close(ctx); err != nil {
@@ -226,7 +226,7 @@ func TestExpiredWhenServerDoesNotKnowSession(t *testing.T) {
 	delete(cl.sessions, c.SessionID())
 	cl.mu.Unlock()
 	a.stop()
-	if ev := waitState(t, events, StateExpired); !errors.Is(ev.Err, fsm.SessionExpired) {
+	if ev := waitState(t, events, StateExpired); !errors.Is(ev.Err, vocab.SessionExpired) {
 		t.Fatalf("expired event: %v", ev)
 	}
 	if cr := b.lastConnect(); cr.GetSessionId() != c.SessionID() {
@@ -250,7 +250,7 @@ func TestExpiredLocallyAfterTimeout(t *testing.T) {
 	if since := time.Since(stopped); since < 150*time.Millisecond {
 		t.Fatalf("expired %v after the server went away, before the 300ms timeout could pass", since)
 	}
-	if err := waitErr(t, errc); !errors.Is(err, fsm.SessionExpired) {
+	if err := waitErr(t, errc); !errors.Is(err, vocab.SessionExpired) {
 		t.Fatalf("call waiting for a server: %v", err)
 	}
 }
@@ -310,7 +310,7 @@ func TestConnectFailures(t *testing.T) {
 
 	f := newFakeServer(t, newFakeCluster())
 	f.setReject(func(*api.ConnectRequest) error { return status.Error(codes.Unauthenticated, "no") })
-	if _, _, err := Connect(ctx, []string{f.addr}); !errors.Is(err, fsm.AuthFailed) {
+	if _, _, err := Connect(ctx, []string{f.addr}); !errors.Is(err, vocab.AuthFailed) {
 		t.Fatalf("Connect refused as unauthenticated: %v", err)
 	}
 

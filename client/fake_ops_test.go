@@ -8,14 +8,14 @@ import (
 	"strings"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 func (cl *fakeCluster) apply(s *fakeStream, req *api.Request) *api.Response {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	r := &api.Response{Xid: req.GetXid()}
-	code := fsm.OK
+	code := vocab.OK
 	sess := s.sess
 	watch := func(p string, k watchKind) {
 		if sess.watches != nil {
@@ -31,19 +31,19 @@ func (cl *fakeCluster) apply(s *fakeStream, req *api.Request) *api.Response {
 		r.Result = &api.Response_Empty{Empty: &api.Empty{}}
 	case *api.Request_Create:
 		var p string
-		if p, code = cl.create(sess.id, op.Create); code == fsm.OK {
+		if p, code = cl.create(sess.id, op.Create); code == vocab.OK {
 			r.Result = &api.Response_Create{Create: &api.CreateResponse{Path: p, Stat: cl.stat(p)}}
 		}
 	case *api.Request_Delete:
 		code = cl.delete(op.Delete)
 	case *api.Request_SetData:
-		if code = cl.setData(op.SetData); code == fsm.OK {
+		if code = cl.setData(op.SetData); code == vocab.OK {
 			r.Result = &api.Response_Stat{Stat: &api.StatResponse{Stat: cl.stat(op.SetData.GetPath())}}
 		}
 	case *api.Request_GetData:
 		p := op.GetData.GetPath()
 		if n := cl.nodes[p]; n == nil {
-			code = fsm.NoNode
+			code = vocab.NoNode
 		} else {
 			if op.GetData.GetWatch() {
 				watch(p, kindData)
@@ -56,14 +56,14 @@ func (cl *fakeCluster) apply(s *fakeStream, req *api.Request) *api.Response {
 			watch(p, kindData)
 		}
 		if cl.nodes[p] == nil {
-			code = fsm.NoNode
+			code = vocab.NoNode
 		} else {
 			r.Result = &api.Response_Stat{Stat: &api.StatResponse{Stat: cl.stat(p)}}
 		}
 	case *api.Request_GetChildren:
 		p := op.GetChildren.GetPath()
 		if cl.nodes[p] == nil {
-			code = fsm.NoNode
+			code = vocab.NoNode
 		} else {
 			if op.GetChildren.GetWatch() {
 				watch(p, kindChild)
@@ -78,26 +78,26 @@ func (cl *fakeCluster) apply(s *fakeStream, req *api.Request) *api.Response {
 		watch(op.AddWatch.GetPath(), k)
 		r.Result = &api.Response_Empty{Empty: &api.Empty{}}
 	case *api.Request_RemoveWatches:
-		code = fsm.NoWatcher
+		code = vocab.NoWatcher
 		for _, k := range kindsOf(WatcherType(op.RemoveWatches.GetType())) {
 			key := watchKey{op.RemoveWatches.GetPath(), k}
 			if k != kindExist && sess.watches[key] {
 				delete(sess.watches, key)
-				code = fsm.OK
+				code = vocab.OK
 			}
 		}
 	case *api.Request_GetAcl:
 		if n := cl.nodes[op.GetAcl.GetPath()]; n == nil {
-			code = fsm.NoNode
+			code = vocab.NoNode
 		} else {
 			r.Result = &api.Response_GetAcl{GetAcl: &api.GetACLResponse{Acl: n.acl, Stat: cl.stat(op.GetAcl.GetPath())}}
 		}
 	case *api.Request_SetAcl:
 		switch n := cl.nodes[op.SetAcl.GetPath()]; {
 		case n == nil:
-			code = fsm.NoNode
+			code = vocab.NoNode
 		case op.SetAcl.GetVersion() != AnyVersion && op.SetAcl.GetVersion() != n.stat.Aversion:
-			code = fsm.BadVersion
+			code = vocab.BadVersion
 		default:
 			cl.zxid++
 			n.acl = op.SetAcl.GetAcl()
@@ -132,7 +132,7 @@ func (cl *fakeCluster) apply(s *fakeStream, req *api.Request) *api.Response {
 			n := cl.nodes[p]
 			switch {
 			case n == nil:
-				res.Results = append(res.Results, &api.MultiReadResult{Err: int32(fsm.NoNode)})
+				res.Results = append(res.Results, &api.MultiReadResult{Err: int32(vocab.NoNode)})
 			case o.GetGetChildren() != nil:
 				res.Results = append(res.Results, &api.MultiReadResult{Children: cl.children(p), Stat: cl.stat(p)})
 			default:
@@ -141,81 +141,81 @@ func (cl *fakeCluster) apply(s *fakeStream, req *api.Request) *api.Response {
 		}
 		r.Result = &api.Response_MultiRead{MultiRead: res}
 	default:
-		code = fsm.Unimplemented
+		code = vocab.Unimplemented
 	}
 	r.Err = int32(code)
 	r.Zxid = cl.zxid
 	return r
 }
 
-func (cl *fakeCluster) create(owner int64, req *api.CreateRequest) (string, fsm.Code) {
+func (cl *fakeCluster) create(owner int64, req *api.CreateRequest) (string, vocab.Code) {
 	p := req.GetPath()
 	par, ok := parent(p)
 	if !ok {
-		return "", fsm.BadArguments
+		return "", vocab.BadArguments
 	}
 	pn := cl.nodes[par]
 	if pn == nil {
-		return "", fsm.NoNode
+		return "", vocab.NoNode
 	}
 	if pn.stat.EphemeralOwner != 0 {
-		return "", fsm.NoChildrenForEphemerals
+		return "", vocab.NoChildrenForEphemerals
 	}
-	mode := fsm.CreateMode(req.GetMode())
+	mode := vocab.CreateMode(req.GetMode())
 	if mode.IsSequential() {
 		p = fmt.Sprintf("%s%010d", p, pn.stat.Cversion)
 	}
 	if cl.nodes[p] != nil {
-		return "", fsm.NodeExists
+		return "", vocab.NodeExists
 	}
 	cl.zxid++
 	n := &fakeNode{data: req.GetData(), null: req.GetNullData(), acl: req.GetAcl()}
-	n.stat = fsm.Stat{Czxid: cl.zxid, Mzxid: cl.zxid, Pzxid: cl.zxid}
+	n.stat = vocab.Stat{Czxid: cl.zxid, Mzxid: cl.zxid, Pzxid: cl.zxid}
 	if mode.IsEphemeral() {
 		n.stat.EphemeralOwner = owner
 	}
 	cl.nodes[p] = n
 	pn.stat.Cversion++
 	pn.stat.Pzxid = cl.zxid
-	cl.fire(p, fsm.EventNodeCreated)
-	cl.fire(par, fsm.EventNodeChildrenChanged)
-	return p, fsm.OK
+	cl.fire(p, vocab.EventNodeCreated)
+	cl.fire(par, vocab.EventNodeChildrenChanged)
+	return p, vocab.OK
 }
 
-func (cl *fakeCluster) delete(req *api.DeleteRequest) fsm.Code {
+func (cl *fakeCluster) delete(req *api.DeleteRequest) vocab.Code {
 	p := req.GetPath()
 	n := cl.nodes[p]
 	switch {
 	case n == nil:
-		return fsm.NoNode
+		return vocab.NoNode
 	case req.GetVersion() != AnyVersion && req.GetVersion() != n.stat.Version:
-		return fsm.BadVersion
+		return vocab.BadVersion
 	case len(cl.children(p)) > 0:
-		return fsm.NotEmpty
+		return vocab.NotEmpty
 	}
 	cl.zxid++
 	cl.remove(p)
-	return fsm.OK
+	return vocab.OK
 }
 
-func (cl *fakeCluster) setData(req *api.SetDataRequest) fsm.Code {
+func (cl *fakeCluster) setData(req *api.SetDataRequest) vocab.Code {
 	n := cl.nodes[req.GetPath()]
 	switch {
 	case n == nil:
-		return fsm.NoNode
+		return vocab.NoNode
 	case req.GetVersion() != AnyVersion && req.GetVersion() != n.stat.Version:
-		return fsm.BadVersion
+		return vocab.BadVersion
 	}
 	cl.zxid++
 	n.data, n.null = req.GetData(), req.GetNullData()
 	n.stat.Version++
 	n.stat.Mzxid = cl.zxid
-	cl.fire(req.GetPath(), fsm.EventNodeDataChanged)
-	return fsm.OK
+	cl.fire(req.GetPath(), vocab.EventNodeDataChanged)
+	return vocab.OK
 }
 
 // multi applies ops all or nothing; events fire only if all succeed.
-func (cl *fakeCluster) multi(owner int64, req *api.MultiRequest) (fsm.Code, string, *api.Response_Multi) {
+func (cl *fakeCluster) multi(owner int64, req *api.MultiRequest) (vocab.Code, string, *api.Response_Multi) {
 	saved := make(map[string]*fakeNode, len(cl.nodes))
 	for p, n := range cl.nodes {
 		c := *n
@@ -226,13 +226,13 @@ func (cl *fakeCluster) multi(owner int64, req *api.MultiRequest) (fsm.Code, stri
 	cl.collect = &triggers
 	defer func() { cl.collect = nil }()
 	res := &api.MultiResponse{}
-	failed, failPath := fsm.OK, ""
+	failed, failPath := vocab.OK, ""
 	for _, o := range req.GetOps() {
-		if failed != fsm.OK {
-			res.Results = append(res.Results, &api.MultiResult{Err: int32(fsm.RuntimeInconsistency)})
+		if failed != vocab.OK {
+			res.Results = append(res.Results, &api.MultiResult{Err: int32(vocab.RuntimeInconsistency)})
 			continue
 		}
-		var code fsm.Code
+		var code vocab.Code
 		out := &api.MultiResult{}
 		switch x := o.GetOp().(type) {
 		case *api.MultiOp_Create:
@@ -245,15 +245,15 @@ func (cl *fakeCluster) multi(owner int64, req *api.MultiRequest) (fsm.Code, stri
 		case *api.MultiOp_Check:
 			failPath = x.Check.GetPath()
 			if n := cl.nodes[failPath]; n == nil {
-				code = fsm.NoNode
+				code = vocab.NoNode
 			} else if x.Check.GetVersion() != AnyVersion && n.stat.Version != x.Check.GetVersion() {
-				code = fsm.BadVersion
+				code = vocab.BadVersion
 			}
 		}
 		out.Err, failed = int32(code), code
 		res.Results = append(res.Results, out)
 	}
-	if failed != fsm.OK {
+	if failed != vocab.OK {
 		for _, r := range res.Results {
 			if r.Err == 0 {
 				r.Path = ""
@@ -271,5 +271,5 @@ func (cl *fakeCluster) multi(owner int64, req *api.MultiRequest) (fsm.Code, stri
 	for _, t := range triggers {
 		cl.fire(t.path, t.typ)
 	}
-	return fsm.OK, "", &api.Response_Multi{Multi: res}
+	return vocab.OK, "", &api.Response_Multi{Multi: res}
 }

@@ -20,13 +20,13 @@ import (
 	"google.golang.org/grpc/status"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 type fakeNode struct {
 	data []byte
 	null bool
-	stat fsm.Stat
+	stat vocab.Stat
 	acl  []*api.ACL
 }
 
@@ -49,12 +49,12 @@ type fakeCluster struct {
 // fakeTrigger is a change whose events wait for a multi to succeed.
 type fakeTrigger struct {
 	path string
-	typ  fsm.EventType
+	typ  vocab.EventType
 }
 
 func newFakeCluster() *fakeCluster {
 	return &fakeCluster{
-		nodes:    map[string]*fakeNode{"/": {stat: fsm.Stat{}}},
+		nodes:    map[string]*fakeNode{"/": {stat: vocab.Stat{}}},
 		sessions: map[int64]*fakeSession{},
 	}
 }
@@ -284,22 +284,22 @@ func (cl *fakeCluster) attach(s *fakeStream, cr *api.ConnectRequest) error {
 		SessionId: sess.id, Password: sess.password, TimeoutMs: timeout, Zxid: cl.zxid, ServerId: s.srv.addr,
 	}}})
 	ws, rel := cr.GetWatches(), cr.GetWatches().GetRelativeZxid()
-	synth := func(p string, t fsm.EventType) {
+	synth := func(p string, t vocab.EventType) {
 		s.send(&api.ServerMessage{Msg: &api.ServerMessage_Event{Event: &api.WatchEvent{Type: int32(t), State: 3, Path: p, Zxid: -1}}})
 	}
 	for _, p := range ws.GetData() {
 		switch n := cl.nodes[p]; {
 		case n == nil:
-			synth(p, fsm.EventNodeDeleted)
+			synth(p, vocab.EventNodeDeleted)
 		case n.stat.Mzxid > rel:
-			synth(p, fsm.EventNodeDataChanged)
+			synth(p, vocab.EventNodeDataChanged)
 		default:
 			sess.watches[watchKey{p, kindData}] = true
 		}
 	}
 	for _, p := range ws.GetExist() {
 		if cl.nodes[p] != nil {
-			synth(p, fsm.EventNodeCreated)
+			synth(p, vocab.EventNodeCreated)
 		} else {
 			sess.watches[watchKey{p, kindData}] = true
 		}
@@ -307,9 +307,9 @@ func (cl *fakeCluster) attach(s *fakeStream, cr *api.ConnectRequest) error {
 	for _, p := range ws.GetChild() {
 		switch n := cl.nodes[p]; {
 		case n == nil:
-			synth(p, fsm.EventNodeDeleted)
+			synth(p, vocab.EventNodeDeleted)
 		case n.stat.Pzxid > rel:
-			synth(p, fsm.EventNodeChildrenChanged)
+			synth(p, vocab.EventNodeChildrenChanged)
 		default:
 			sess.watches[watchKey{p, kindChild}] = true
 		}
@@ -370,7 +370,7 @@ func (cl *fakeCluster) set(p string, data []byte) {
 	n.data, n.null = data, data == nil
 	n.stat.Version++
 	n.stat.Mzxid = cl.zxid
-	cl.fire(p, fsm.EventNodeDataChanged)
+	cl.fire(p, vocab.EventNodeDataChanged)
 }
 
 func (cl *fakeCluster) node(p string) *fakeNode {
@@ -381,7 +381,7 @@ func (cl *fakeCluster) node(p string) *fakeNode {
 
 // fire queues the events of one change, one per session at most, before any
 // response that shows it.
-func (cl *fakeCluster) fire(p string, t fsm.EventType) {
+func (cl *fakeCluster) fire(p string, t vocab.EventType) {
 	if cl.collect != nil {
 		*cl.collect = append(*cl.collect, fakeTrigger{p, t})
 		return
@@ -396,18 +396,18 @@ func (cl *fakeCluster) fire(p string, t fsm.EventType) {
 		w := sess.watches
 		hit := false
 		switch t {
-		case fsm.EventNodeCreated, fsm.EventNodeDataChanged:
+		case vocab.EventNodeCreated, vocab.EventNodeDataChanged:
 			hit = w[watchKey{p, kindData}] || w[watchKey{p, kindPersistent}]
 			delete(w, watchKey{p, kindData})
-		case fsm.EventNodeDeleted:
+		case vocab.EventNodeDeleted:
 			hit = w[watchKey{p, kindData}] || w[watchKey{p, kindChild}] || w[watchKey{p, kindPersistent}]
 			delete(w, watchKey{p, kindData})
 			delete(w, watchKey{p, kindChild})
-		case fsm.EventNodeChildrenChanged:
+		case vocab.EventNodeChildrenChanged:
 			hit = w[watchKey{p, kindChild}] || w[watchKey{p, kindPersistent}]
 			delete(w, watchKey{p, kindChild})
 		}
-		if t != fsm.EventNodeChildrenChanged {
+		if t != vocab.EventNodeChildrenChanged {
 			for a, ok := p, true; ok && !hit; a, ok = parent(a) {
 				hit = w[watchKey{a, kindRecursive}]
 			}
@@ -448,6 +448,6 @@ func (cl *fakeCluster) remove(p string) {
 	if pn := cl.nodes[par]; pn != nil {
 		pn.stat.Pzxid = cl.zxid
 	}
-	cl.fire(p, fsm.EventNodeDeleted)
-	cl.fire(par, fsm.EventNodeChildrenChanged)
+	cl.fire(p, vocab.EventNodeDeleted)
+	cl.fire(par, vocab.EventNodeChildrenChanged)
 }

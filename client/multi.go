@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // Op is one operation of a Multi: CreateOp, DeleteOp, SetDataOp or CheckOp.
@@ -19,8 +19,8 @@ type Op interface {
 type CreateOp struct {
 	Path string
 	Data []byte
-	Mode fsm.CreateMode
-	ACL  []fsm.ACL
+	Mode vocab.CreateMode
+	ACL  []vocab.ACL
 	TTL  time.Duration
 }
 
@@ -66,16 +66,16 @@ func (o CheckOp) opPath() string   { return o.Path }
 
 // OpResult is the outcome of one operation of a Multi. Err is nil for an
 // operation that took effect; when the Multi failed, the operation that
-// failed carries its error and the others fsm.RuntimeInconsistency (later
+// failed carries its error and the others vocab.RuntimeInconsistency (later
 // ones) or nil (earlier ones, rolled back), as in ZooKeeper.
 type OpResult struct {
 	Err  error
-	Path string   // CreateOp: the created path
-	Stat fsm.Stat // CreateOp, SetDataOp
+	Path string     // CreateOp: the created path
+	Stat vocab.Stat // CreateOp, SetDataOp
 }
 
 // Multi applies ops atomically: all of them or none. On failure it returns
-// the per-operation results, when the server sent them, and an *fsm.Error
+// the per-operation results, when the server sent them, and a *vocab.Error
 // for the first operation that failed (its path is that operation's).
 func (c *Conn) Multi(ctx context.Context, ops ...Op) ([]OpResult, error) {
 	req := &api.MultiRequest{Ops: make([]*api.MultiOp, len(ops))}
@@ -83,7 +83,7 @@ func (c *Conn) Multi(ctx context.Context, ops ...Op) ([]OpResult, error) {
 		req.Ops[i] = o.multiOp()
 	}
 	r, err := c.do(ctx, "multi", "", &api.Request{Op: &api.Request_Multi{Multi: req}}, nil)
-	var fe *fsm.Error
+	var fe *vocab.Error
 	if err != nil && !errors.As(err, &fe) {
 		return nil, err // not an answer from the server
 	}
@@ -101,8 +101,8 @@ func (c *Conn) Multi(ctx context.Context, ops ...Op) ([]OpResult, error) {
 	}
 	fe.Path = r.GetErrPath()
 	for i, o := range out {
-		if o.Err != nil && fsm.CodeOf(o.Err) != fsm.RuntimeInconsistency {
-			fe.Code, fe.Path = fsm.CodeOf(o.Err), ops[i].opPath()
+		if o.Err != nil && vocab.CodeOf(o.Err) != vocab.RuntimeInconsistency {
+			fe.Code, fe.Path = vocab.CodeOf(o.Err), ops[i].opPath()
 			break
 		}
 	}
@@ -127,7 +127,7 @@ func GetChildrenOp(path string) ReadOp { return ReadOp{path: path, children: tru
 type ReadResult struct {
 	Err      error
 	Data     []byte
-	Stat     fsm.Stat
+	Stat     vocab.Stat
 	Children []string
 }
 

@@ -6,33 +6,33 @@ import (
 	"time"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // Create makes a znode and returns its path (with the sequence suffix for
 // sequential modes). nil data is ZooKeeper's null data, apart from empty
 // data. For TTL modes use CreateTTL.
-func (c *Conn) Create(ctx context.Context, path string, data []byte, mode fsm.CreateMode, acl []fsm.ACL) (string, error) {
+func (c *Conn) Create(ctx context.Context, path string, data []byte, mode vocab.CreateMode, acl []vocab.ACL) (string, error) {
 	p, _, err := c.create(ctx, "create", createToAPI(path, data, mode, acl, 0))
 	return p, err
 }
 
 // Create2 is Create that also returns the new znode's Stat.
-func (c *Conn) Create2(ctx context.Context, path string, data []byte, mode fsm.CreateMode, acl []fsm.ACL) (string, fsm.Stat, error) {
+func (c *Conn) Create2(ctx context.Context, path string, data []byte, mode vocab.CreateMode, acl []vocab.ACL) (string, vocab.Stat, error) {
 	return c.create(ctx, "create", createToAPI(path, data, mode, acl, 0))
 }
 
-// CreateTTL makes a TTL znode (mode fsm.ModePersistentTTL or
-// fsm.ModePersistentSequentialTTL) that the server deletes once it has had no
+// CreateTTL makes a TTL znode (mode vocab.ModePersistentTTL or
+// vocab.ModePersistentSequentialTTL) that the server deletes once it has had no
 // children and no change for ttl.
-func (c *Conn) CreateTTL(ctx context.Context, path string, data []byte, mode fsm.CreateMode, acl []fsm.ACL, ttl time.Duration) (string, fsm.Stat, error) {
+func (c *Conn) CreateTTL(ctx context.Context, path string, data []byte, mode vocab.CreateMode, acl []vocab.ACL, ttl time.Duration) (string, vocab.Stat, error) {
 	return c.create(ctx, "create", createToAPI(path, data, mode, acl, ttl.Milliseconds()))
 }
 
-func (c *Conn) create(ctx context.Context, op string, req *api.CreateRequest) (string, fsm.Stat, error) {
+func (c *Conn) create(ctx context.Context, op string, req *api.CreateRequest) (string, vocab.Stat, error) {
 	r, err := c.do(ctx, op, req.GetPath(), &api.Request{Op: &api.Request_Create{Create: req}}, nil)
 	if err != nil {
-		return "", fsm.Stat{}, err
+		return "", vocab.Stat{}, err
 	}
 	cr := r.GetCreate()
 	return cr.GetPath(), statFromAPI(cr.GetStat()), nil
@@ -48,24 +48,24 @@ func (c *Conn) Delete(ctx context.Context, path string, version int32) error {
 
 // Exists reports whether path exists, with its Stat if it does. A missing
 // node is not an error.
-func (c *Conn) Exists(ctx context.Context, path string) (bool, fsm.Stat, error) {
+func (c *Conn) Exists(ctx context.Context, path string) (bool, vocab.Stat, error) {
 	ok, st, _, err := c.exists(ctx, path, nil)
 	return ok, st, err
 }
 
 // ExistsW is Exists that also sets a one-shot watch: it fires NodeCreated
 // if the node is missing, else NodeDataChanged or NodeDeleted.
-func (c *Conn) ExistsW(ctx context.Context, path string) (bool, fsm.Stat, <-chan Event, error) {
+func (c *Conn) ExistsW(ctx context.Context, path string) (bool, vocab.Stat, <-chan Event, error) {
 	return c.exists(ctx, path, newOneShot())
 }
 
-func (c *Conn) exists(ctx context.Context, path string, w *watcher) (bool, fsm.Stat, <-chan Event, error) {
+func (c *Conn) exists(ctx context.Context, path string, w *watcher) (bool, vocab.Stat, <-chan Event, error) {
 	req := &api.Request{Op: &api.Request_Exists{Exists: &api.ExistsRequest{Path: path, Watch: w != nil}}}
 	var onResp func(*api.Response)
 	if w != nil {
 		onResp = func(r *api.Response) {
 			switch {
-			case fsm.Code(r.GetErr()) == fsm.NoNode, r.GetErr() == 0 && r.GetStat().GetStat() == nil:
+			case vocab.Code(r.GetErr()) == vocab.NoNode, r.GetErr() == 0 && r.GetStat().GetStat() == nil:
 				c.watches.add(path, kindExist, w)
 			case r.GetErr() == 0:
 				c.watches.add(path, kindData, w)
@@ -73,37 +73,37 @@ func (c *Conn) exists(ctx context.Context, path string, w *watcher) (bool, fsm.S
 		}
 	}
 	r, err := c.do(ctx, "exists", path, req, onResp)
-	if fsm.CodeOf(err) == fsm.NoNode {
-		return false, fsm.Stat{}, w.ch(), nil
+	if vocab.CodeOf(err) == vocab.NoNode {
+		return false, vocab.Stat{}, w.ch(), nil
 	}
 	if err != nil {
-		return false, fsm.Stat{}, nil, err
+		return false, vocab.Stat{}, nil, err
 	}
 	st := r.GetStat().GetStat()
 	if st == nil {
-		return false, fsm.Stat{}, w.ch(), nil
+		return false, vocab.Stat{}, w.ch(), nil
 	}
 	return true, statFromAPI(st), w.ch(), nil
 }
 
 // Get returns the data and Stat of the znode at path. Null data is nil;
 // empty data is a non-nil empty slice.
-func (c *Conn) Get(ctx context.Context, path string) ([]byte, fsm.Stat, error) {
+func (c *Conn) Get(ctx context.Context, path string) ([]byte, vocab.Stat, error) {
 	data, st, _, err := c.get(ctx, path, nil)
 	return data, st, err
 }
 
 // GetW is Get that also sets a one-shot watch on the node's data: it fires
 // NodeDataChanged or NodeDeleted.
-func (c *Conn) GetW(ctx context.Context, path string) ([]byte, fsm.Stat, <-chan Event, error) {
+func (c *Conn) GetW(ctx context.Context, path string) ([]byte, vocab.Stat, <-chan Event, error) {
 	return c.get(ctx, path, newOneShot())
 }
 
-func (c *Conn) get(ctx context.Context, path string, w *watcher) ([]byte, fsm.Stat, <-chan Event, error) {
+func (c *Conn) get(ctx context.Context, path string, w *watcher) ([]byte, vocab.Stat, <-chan Event, error) {
 	req := &api.Request{Op: &api.Request_GetData{GetData: &api.GetDataRequest{Path: path, Watch: w != nil}}}
 	r, err := c.do(ctx, "get", path, req, registerOnOK(c, path, kindData, w))
 	if err != nil {
-		return nil, fsm.Stat{}, nil, err
+		return nil, vocab.Stat{}, nil, err
 	}
 	g := r.GetGetData()
 	return dataFromAPI(g.GetData(), g.GetNullData()), statFromAPI(g.GetStat()), w.ch(), nil
@@ -123,44 +123,44 @@ func registerOnOK(c *Conn, path string, kind watchKind, w *watcher) func(*api.Re
 
 // Set replaces the data of the znode at path if its version matches, and
 // returns the new Stat.
-func (c *Conn) Set(ctx context.Context, path string, data []byte, version int32) (fsm.Stat, error) {
+func (c *Conn) Set(ctx context.Context, path string, data []byte, version int32) (vocab.Stat, error) {
 	req := &api.Request{Op: &api.Request_SetData{SetData: setDataToAPI(path, data, version)}}
 	r, err := c.do(ctx, "set", path, req, nil)
 	if err != nil {
-		return fsm.Stat{}, err
+		return vocab.Stat{}, err
 	}
 	return statFromAPI(r.GetStat().GetStat()), nil
 }
 
 // Children returns the names of the children of path, in the server's order,
 // and the node's Stat.
-func (c *Conn) Children(ctx context.Context, path string) ([]string, fsm.Stat, error) {
+func (c *Conn) Children(ctx context.Context, path string) ([]string, vocab.Stat, error) {
 	ch, st, _, err := c.children(ctx, path, nil)
 	return ch, st, err
 }
 
 // ChildrenW is Children that also sets a one-shot child watch: it fires
 // NodeChildrenChanged or NodeDeleted.
-func (c *Conn) ChildrenW(ctx context.Context, path string) ([]string, fsm.Stat, <-chan Event, error) {
+func (c *Conn) ChildrenW(ctx context.Context, path string) ([]string, vocab.Stat, <-chan Event, error) {
 	return c.children(ctx, path, newOneShot())
 }
 
-func (c *Conn) children(ctx context.Context, path string, w *watcher) ([]string, fsm.Stat, <-chan Event, error) {
+func (c *Conn) children(ctx context.Context, path string, w *watcher) ([]string, vocab.Stat, <-chan Event, error) {
 	req := &api.Request{Op: &api.Request_GetChildren{GetChildren: &api.GetChildrenRequest{Path: path, Watch: w != nil}}}
 	r, err := c.do(ctx, "children", path, req, registerOnOK(c, path, kindChild, w))
 	if err != nil {
-		return nil, fsm.Stat{}, nil, err
+		return nil, vocab.Stat{}, nil, err
 	}
 	g := r.GetGetChildren()
 	return g.GetChildren(), statFromAPI(g.GetStat()), w.ch(), nil
 }
 
 // GetACL returns the ACL of the znode at path and its Stat.
-func (c *Conn) GetACL(ctx context.Context, path string) ([]fsm.ACL, fsm.Stat, error) {
+func (c *Conn) GetACL(ctx context.Context, path string) ([]vocab.ACL, vocab.Stat, error) {
 	req := &api.Request{Op: &api.Request_GetAcl{GetAcl: &api.GetACLRequest{Path: path}}}
 	r, err := c.do(ctx, "getACL", path, req, nil)
 	if err != nil {
-		return nil, fsm.Stat{}, err
+		return nil, vocab.Stat{}, err
 	}
 	g := r.GetGetAcl()
 	return aclFromAPI(g.GetAcl()), statFromAPI(g.GetStat()), nil
@@ -168,11 +168,11 @@ func (c *Conn) GetACL(ctx context.Context, path string) ([]fsm.ACL, fsm.Stat, er
 
 // SetACL replaces the ACL of the znode at path if its ACL version
 // (aversion) matches, and returns the new Stat.
-func (c *Conn) SetACL(ctx context.Context, path string, acl []fsm.ACL, version int32) (fsm.Stat, error) {
+func (c *Conn) SetACL(ctx context.Context, path string, acl []vocab.ACL, version int32) (vocab.Stat, error) {
 	req := &api.Request{Op: &api.Request_SetAcl{SetAcl: &api.SetACLRequest{Path: path, Acl: aclToAPI(acl), Version: version}}}
 	r, err := c.do(ctx, "setACL", path, req, nil)
 	if err != nil {
-		return fsm.Stat{}, err
+		return vocab.Stat{}, err
 	}
 	return statFromAPI(r.GetStat().GetStat()), nil
 }
@@ -248,12 +248,12 @@ func (c *Conn) AddWatch(ctx context.Context, path string, recursive bool) (<-cha
 
 // RemoveWatches removes the session's watches of the kinds which selects on
 // path, on the server and here: each of their channels gets EventNotWatching
-// and closes. The server answers fsm.NoWatcher when there was none.
+// and closes. The server answers vocab.NoWatcher when there was none.
 func (c *Conn) RemoveWatches(ctx context.Context, path string, which WatcherType) error {
 	req := &api.Request{Op: &api.Request_RemoveWatches{RemoveWatches: &api.RemoveWatchesRequest{Path: path, Type: int32(which)}}}
 	_, err := c.do(ctx, "removeWatches", path, req, func(r *api.Response) {
-		code := fsm.Code(r.GetErr())
-		if code == fsm.OK || code == fsm.NoWatcher {
+		code := vocab.Code(r.GetErr())
+		if code == vocab.OK || code == vocab.NoWatcher {
 			c.watches.remove(path, which, fmt.Errorf("coord: watch on %s removed", path))
 		}
 	})
@@ -261,7 +261,7 @@ func (c *Conn) RemoveWatches(ctx context.Context, path string, which WatcherType
 }
 
 // CheckWatches asks the server whether the session holds watches of the
-// kinds which selects on path; it answers fsm.NoWatcher if not.
+// kinds which selects on path; it answers vocab.NoWatcher if not.
 func (c *Conn) CheckWatches(ctx context.Context, path string, which WatcherType) error {
 	req := &api.Request{Op: &api.Request_CheckWatches{CheckWatches: &api.CheckWatchesRequest{Path: path, Type: int32(which)}}}
 	_, err := c.do(ctx, "checkWatches", path, req, nil)

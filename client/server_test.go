@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"coord/client"
-	"coord/fsm"
 	"coord/server"
+	"coord/vocab"
 )
 
 func realConnect(t *testing.T, addrs []string, opts ...client.Option) (*client.Conn, <-chan client.Event) {
@@ -62,24 +62,24 @@ func TestAgainstRealCluster(t *testing.T) {
 	other, _ := realConnect(t, tc.Addrs())
 
 	// Calls and error mapping.
-	if _, err := c.Create(ctx, "/app", []byte("v0"), fsm.ModePersistent, fsm.OpenACLUnsafe); err != nil {
+	if _, err := c.Create(ctx, "/app", []byte("v0"), vocab.ModePersistent, vocab.OpenACLUnsafe); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Create(ctx, "/app", nil, fsm.ModePersistent, fsm.OpenACLUnsafe); !errors.Is(err, fsm.NodeExists) {
+	if _, err := c.Create(ctx, "/app", nil, vocab.ModePersistent, vocab.OpenACLUnsafe); !errors.Is(err, vocab.NodeExists) {
 		t.Fatalf("second create: %v", err)
 	}
-	if _, err := c.Set(ctx, "/app", nil, 9); !errors.Is(err, fsm.BadVersion) {
+	if _, err := c.Set(ctx, "/app", nil, 9); !errors.Is(err, vocab.BadVersion) {
 		t.Fatalf("set with a bad version: %v", err)
 	}
 	if ok, _, err := c.Exists(ctx, "/nope"); ok || err != nil {
 		t.Fatalf("exists on a missing node: %v %v", ok, err)
 	}
-	eph, err := c.Create(ctx, "/app/e-", nil, fsm.ModeEphemeralSequential, fsm.OpenACLUnsafe)
+	eph, err := c.Create(ctx, "/app/e-", nil, vocab.ModeEphemeralSequential, vocab.OpenACLUnsafe)
 	if err != nil || eph != "/app/e-0000000000" {
 		t.Fatalf("ephemeral sequential: %q %v", eph, err)
 	}
 	res, err := c.Multi(ctx, client.CheckOp{Path: "/app", Version: 0}, client.DeleteOp{Path: "/nope", Version: -1})
-	if !errors.Is(err, fsm.NoNode) || len(res) != 2 || res[0].Err != nil || !errors.Is(res[1].Err, fsm.NoNode) {
+	if !errors.Is(err, vocab.NoNode) || len(res) != 2 || res[0].Err != nil || !errors.Is(res[1].Err, vocab.NoNode) {
 		t.Fatalf("failing multi: %+v %v", res, err)
 	}
 
@@ -88,7 +88,7 @@ func TestAgainstRealCluster(t *testing.T) {
 	for g := range 8 {
 		wg.Go(func() {
 			p := fmt.Sprintf("/app/g%d", g)
-			if _, err := c.Create(ctx, p, nil, fsm.ModePersistent, fsm.OpenACLUnsafe); err != nil {
+			if _, err := c.Create(ctx, p, nil, vocab.ModePersistent, vocab.OpenACLUnsafe); err != nil {
 				t.Error(err)
 				return
 			}
@@ -112,7 +112,7 @@ func TestAgainstRealCluster(t *testing.T) {
 	}
 	select {
 	case ev := <-w:
-		if ev.Type != fsm.EventNodeDataChanged || ev.Path != "/app" {
+		if ev.Type != vocab.EventNodeDataChanged || ev.Path != "/app" {
 			t.Fatalf("watch event %v", ev)
 		}
 	default:
@@ -146,14 +146,14 @@ func TestAgainstRealCluster(t *testing.T) {
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, fsm.ConnectionLoss) || time.Now().After(retryUntil) {
+		if !errors.Is(err, vocab.ConnectionLoss) || time.Now().After(retryUntil) {
 			t.Fatal(err)
 		}
 	}
-	if ev := waitEvent(t, w, func(client.Event) bool { return true }); ev.Type != fsm.EventNodeDataChanged {
+	if ev := waitEvent(t, w, func(client.Event) bool { return true }); ev.Type != vocab.EventNodeDataChanged {
 		t.Fatalf("one-shot watch after failover: %v", ev)
 	}
-	if ev := waitEvent(t, rec, func(ev client.Event) bool { return ev.Type != client.EventSession }); ev.Type != fsm.EventNodeDataChanged {
+	if ev := waitEvent(t, rec, func(ev client.Event) bool { return ev.Type != client.EventSession }); ev.Type != vocab.EventNodeDataChanged {
 		t.Fatalf("recursive watch after failover: %v", ev)
 	}
 	if ok, st, err := other.Exists(ctx, eph); !ok || err != nil || st.EphemeralOwner != id {
@@ -189,7 +189,7 @@ func TestIsolatedServerHandsTheSessionOver(t *testing.T) {
 	if c.Server() != addrs[0] {
 		t.Fatalf("the client attached to %s, not to the first server %s", c.Server(), addrs[0])
 	}
-	if _, err := c.Create(ctx, "/lock", nil, fsm.ModeEphemeral, fsm.OpenACLUnsafe); err != nil {
+	if _, err := c.Create(ctx, "/lock", nil, vocab.ModeEphemeral, vocab.OpenACLUnsafe); err != nil {
 		t.Fatal(err)
 	}
 	id := c.SessionID()

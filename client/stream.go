@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // errStreamGone: the stream broke before the request was written, so it is
@@ -138,7 +138,7 @@ func (s *stream) fail(err error) {
 }
 
 // serve receives until the stream ends and returns why: a gRPC status error,
-// errProtocol, or fsm.SessionExpired for an Expired event.
+// errProtocol, or vocab.SessionExpired for an Expired event.
 func (s *stream) serve() error {
 	go s.pinger()
 	for {
@@ -157,10 +157,10 @@ func (s *stream) serve() error {
 		case *api.ServerMessage_Event:
 			ev := m.Event
 			if State(ev.GetState()) == StateExpired {
-				return fsm.SessionExpired
+				return vocab.SessionExpired
 			}
 			s.c.watches.fire(Event{
-				Type: fsm.EventType(ev.GetType()), State: StateConnected,
+				Type: vocab.EventType(ev.GetType()), State: StateConnected,
 				Path: ev.GetPath(), Zxid: ev.GetZxid(),
 			})
 		default:

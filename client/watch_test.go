@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"coord/fsm"
+	"coord/vocab"
 )
 
 func TestOneShotWatchesFireOnce(t *testing.T) {
@@ -12,7 +12,7 @@ func TestOneShotWatchesFireOnce(t *testing.T) {
 	c, _ := dial(t, []string{f.addr})
 	other, _ := dial(t, []string{f.addr})
 	ctx := ctxT(t)
-	if _, err := c.Create(ctx, "/d", []byte("0"), fsm.ModePersistent, nil); err != nil {
+	if _, err := c.Create(ctx, "/d", []byte("0"), vocab.ModePersistent, nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -42,20 +42,20 @@ func TestOneShotWatchesFireOnce(t *testing.T) {
 	}
 	for _, w := range []<-chan Event{w1, w2} {
 		ev := recv(t, w)
-		if ev.Type != fsm.EventNodeDataChanged || ev.Path != "/d" || ev.State != StateConnected || ev.Zxid == 0 {
+		if ev.Type != vocab.EventNodeDataChanged || ev.Path != "/d" || ev.State != StateConnected || ev.Zxid == 0 {
 			t.Fatalf("data watch: %v", ev)
 		}
 		closed(t, w) // fired once, though the data changed twice
 	}
 
-	if _, err := other.Create(ctx, "/new", nil, fsm.ModePersistent, nil); err != nil {
+	if _, err := other.Create(ctx, "/new", nil, vocab.ModePersistent, nil); err != nil {
 		t.Fatal(err)
 	}
-	if ev := recv(t, we); ev.Type != fsm.EventNodeCreated || ev.Path != "/new" {
+	if ev := recv(t, we); ev.Type != vocab.EventNodeCreated || ev.Path != "/new" {
 		t.Fatalf("exists watch: %v", ev)
 	}
 	closed(t, we)
-	if ev := recv(t, wc); ev.Type != fsm.EventNodeChildrenChanged || ev.Path != "/" {
+	if ev := recv(t, wc); ev.Type != vocab.EventNodeChildrenChanged || ev.Path != "/" {
 		t.Fatalf("child watch: %v", ev)
 	}
 	closed(t, wc)
@@ -64,7 +64,7 @@ func TestOneShotWatchesFireOnce(t *testing.T) {
 	}
 
 	// A failed read sets no watch.
-	if _, _, w, err := c.GetW(ctx, "/nope"); !errors.Is(err, fsm.NoNode) || w != nil {
+	if _, _, w, err := c.GetW(ctx, "/nope"); !errors.Is(err, vocab.NoNode) || w != nil {
 		t.Fatalf("GetW on a missing node = %v %v", w, err)
 	}
 	if c.watches.has("/nope", WatcherAny) {
@@ -78,7 +78,7 @@ func TestEventBeforeResponse(t *testing.T) {
 	f := newFakeServer(t, newFakeCluster())
 	c, _ := dial(t, []string{f.addr})
 	ctx := ctxT(t)
-	if _, err := c.Create(ctx, "/d", nil, fsm.ModePersistent, nil); err != nil {
+	if _, err := c.Create(ctx, "/d", nil, vocab.ModePersistent, nil); err != nil {
 		t.Fatal(err)
 	}
 	for range 20 {
@@ -91,7 +91,7 @@ func TestEventBeforeResponse(t *testing.T) {
 		}
 		select {
 		case ev := <-w:
-			if ev.Type != fsm.EventNodeDataChanged {
+			if ev.Type != vocab.EventNodeDataChanged {
 				t.Fatalf("event %v", ev)
 			}
 		default:
@@ -105,7 +105,7 @@ func TestPersistentWatches(t *testing.T) {
 	c, _ := dial(t, []string{f.addr})
 	ctx := ctxT(t)
 	for _, p := range []string{"/p", "/r", "/r/x"} {
-		if _, err := c.Create(ctx, p, nil, fsm.ModePersistent, nil); err != nil {
+		if _, err := c.Create(ctx, p, nil, vocab.ModePersistent, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -124,10 +124,10 @@ func TestPersistentWatches(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := c.Create(ctx, "/p/c", nil, fsm.ModePersistent, nil); err != nil {
+	if _, err := c.Create(ctx, "/p/c", nil, vocab.ModePersistent, nil); err != nil {
 		t.Fatal(err)
 	}
-	want := []fsm.EventType{fsm.EventNodeDataChanged, fsm.EventNodeDataChanged, fsm.EventNodeDataChanged, fsm.EventNodeChildrenChanged}
+	want := []vocab.EventType{vocab.EventNodeDataChanged, vocab.EventNodeDataChanged, vocab.EventNodeDataChanged, vocab.EventNodeChildrenChanged}
 	for i, typ := range want {
 		if ev := recv(t, wp); ev.Type != typ || ev.Path != "/p" {
 			t.Fatalf("persistent event %d: %v, want %v", i, ev, typ)
@@ -135,7 +135,7 @@ func TestPersistentWatches(t *testing.T) {
 	}
 
 	// A recursive one sees descendants, but not child-list changes.
-	if _, err := c.Create(ctx, "/r/x/y", nil, fsm.ModePersistent, nil); err != nil {
+	if _, err := c.Create(ctx, "/r/x/y", nil, vocab.ModePersistent, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Set(ctx, "/r/x/y", []byte("1"), AnyVersion); err != nil {
@@ -145,9 +145,9 @@ func TestPersistentWatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, want := range []Event{
-		{Type: fsm.EventNodeCreated, Path: "/r/x/y"},
-		{Type: fsm.EventNodeDataChanged, Path: "/r/x/y"},
-		{Type: fsm.EventNodeDeleted, Path: "/r/x/y"},
+		{Type: vocab.EventNodeCreated, Path: "/r/x/y"},
+		{Type: vocab.EventNodeDataChanged, Path: "/r/x/y"},
+		{Type: vocab.EventNodeDeleted, Path: "/r/x/y"},
 	} {
 		if ev := recv(t, wr); ev.Type != want.Type || ev.Path != want.Path {
 			t.Fatalf("recursive event %d: %v, want %v", i, ev, want)
@@ -162,7 +162,7 @@ func TestPersistentWatches(t *testing.T) {
 		t.Fatalf("after RemoveWatches: %v", ev)
 	}
 	closed(t, wp)
-	if err := c.RemoveWatches(ctx, "/p", WatcherPersistent); !errors.Is(err, fsm.NoWatcher) {
+	if err := c.RemoveWatches(ctx, "/p", WatcherPersistent); !errors.Is(err, vocab.NoWatcher) {
 		t.Fatalf("second RemoveWatches: %v", err)
 	}
 }

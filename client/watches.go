@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // WatcherType selects watches in RemoveWatches and CheckWatches, with
@@ -104,11 +104,11 @@ func (t *watchTable) fire(ev Event) {
 	p := ev.Path
 	var once []watchKind
 	switch ev.Type {
-	case fsm.EventNodeCreated, fsm.EventNodeDataChanged:
+	case vocab.EventNodeCreated, vocab.EventNodeDataChanged:
 		once = []watchKind{kindData, kindExist}
-	case fsm.EventNodeDeleted:
+	case vocab.EventNodeDeleted:
 		once = []watchKind{kindData, kindExist, kindChild}
-	case fsm.EventNodeChildrenChanged:
+	case vocab.EventNodeChildrenChanged:
 		once = []watchKind{kindChild}
 	default:
 		return
@@ -123,7 +123,7 @@ func (t *watchTable) fire(ev Event) {
 	for _, w := range t.m[watchKey{p, kindPersistent}] {
 		w.deliver(ev, false)
 	}
-	if ev.Type == fsm.EventNodeChildrenChanged {
+	if ev.Type == vocab.EventNodeChildrenChanged {
 		return
 	}
 	for a, ok := p, true; ok; a, ok = parent(a) {

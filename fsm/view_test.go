@@ -68,7 +68,7 @@ func TestViewReads(t *testing.T) {
 	// coord: IPv6 ACLs as in ZooKeeper 3.9.5+; 3.8.0 refuses "::1" (InvalidACL).
 	r.ok(apCreateACL("/ip6", apACL(PermRead, "ip", "::1")))
 	v := r.f.View()
-	redacted := []ACL{{Perms: PermRead, ID: Id{"digest", "bob:x"}}, {Perms: PermAdmin, ID: Id{"digest", "alice:x"}}}
+	redacted := []ACL{{Perms: PermRead, ID: Id{Scheme: "digest", ID: "bob:x"}}, {Perms: PermAdmin, ID: Id{Scheme: "digest", ID: "alice:x"}}}
 	lockedACL := apLocked
 
 	type read struct {
@@ -93,7 +93,7 @@ func TestViewReads(t *testing.T) {
 			{read{"/mixed", []Id{apAlice}}, "", NoAuth}, // ADMIN is not READ
 			{read{"/writeonly", nil}, "", NoAuth},
 			{read{"/iponly", []Id{apLocal}}, "", OK},
-			{read{"/iponly", []Id{{"ip", "10.0.0.1"}}}, "", NoAuth},
+			{read{"/iponly", []Id{{Scheme: "ip", ID: "10.0.0.1"}}}, "", NoAuth},
 			{read{"/iponly", nil}, "", NoAuth},
 			{read{"/ip6", []Id{apLocal}}, "", NoAuth},
 			{read{"/zookeeper/config", nil}, "", OK},

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // Decoding errors. Every error a Decoder reports wraps one of these, so a
@@ -183,8 +183,8 @@ func (d *Decoder) Strings() []string {
 }
 
 // Stat reads a Stat (68 bytes).
-func (d *Decoder) Stat() fsm.Stat {
-	var s fsm.Stat
+func (d *Decoder) Stat() vocab.Stat {
+	var s vocab.Stat
 	s.Czxid = d.Int64()
 	s.Mzxid = d.Int64()
 	s.Ctime = d.Int64()
@@ -200,24 +200,24 @@ func (d *Decoder) Stat() fsm.Stat {
 }
 
 // ID reads an Id{scheme, id}.
-func (d *Decoder) ID() fsm.Id {
+func (d *Decoder) ID() vocab.Id {
 	scheme := d.UString()
-	return fsm.Id{Scheme: scheme, ID: d.UString()}
+	return vocab.Id{Scheme: scheme, ID: d.UString()}
 }
 
 // ACL reads one ACL{perms, id}.
-func (d *Decoder) ACL() fsm.ACL {
-	perms := fsm.Perm(d.Int32())
-	return fsm.ACL{Perms: perms, ID: d.ID()}
+func (d *Decoder) ACL() vocab.ACL {
+	perms := vocab.Perm(d.Int32())
+	return vocab.ACL{Perms: perms, ID: d.ID()}
 }
 
 // ACLs reads a vector<ACL>: nil for null, a non-nil slice otherwise.
-func (d *Decoder) ACLs() []fsm.ACL {
+func (d *Decoder) ACLs() []vocab.ACL {
 	n, null := d.VectorLen(12)
 	if null || d.err != nil {
 		return nil
 	}
-	out := make([]fsm.ACL, n)
+	out := make([]vocab.ACL, n)
 	for i := range out {
 		out[i] = d.ACL()
 	}
@@ -302,7 +302,7 @@ func (e *Encoder) Strings(v []string) {
 }
 
 // Stat appends a Stat.
-func (e *Encoder) Stat(s *fsm.Stat) {
+func (e *Encoder) Stat(s *vocab.Stat) {
 	e.Int64(s.Czxid)
 	e.Int64(s.Mzxid)
 	e.Int64(s.Ctime)
@@ -317,13 +317,13 @@ func (e *Encoder) Stat(s *fsm.Stat) {
 }
 
 // ID appends an Id.
-func (e *Encoder) ID(id fsm.Id) {
+func (e *Encoder) ID(id vocab.Id) {
 	e.UString(id.Scheme)
 	e.UString(id.ID)
 }
 
 // ACLs appends a vector<ACL>; nil is written as an empty vector (see Strings).
-func (e *Encoder) ACLs(v []fsm.ACL) {
+func (e *Encoder) ACLs(v []vocab.ACL) {
 	e.Int32(int32(len(v)))
 	for _, a := range v {
 		e.Int32(int32(a.Perms))

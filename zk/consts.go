@@ -4,7 +4,7 @@ import (
 	"errors"
 	"strconv"
 
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // OpCode is a request type (ZooDefs.OpCode), as sent in RequestHeader.Type.
@@ -117,57 +117,34 @@ const ProtocolVersion int32 = 0
 // PasswordLen is the length of a session password ZooKeeper hands out.
 const PasswordLen = 16
 
-// KeeperState is the state field of a WatcherEvent (Watcher.Event.KeeperState).
-type KeeperState int32
+// KeeperState is the state field of a WatcherEvent (Watcher.Event.KeeperState):
+// vocab.KeeperState, the session states coord's packages share.
+type KeeperState = vocab.KeeperState
 
-// ZooKeeper's KeeperState values.
+// ZooKeeper's KeeperState values (vocab's).
 const (
-	StateUnknown           KeeperState = -1 // deprecated
-	StateDisconnected      KeeperState = 0
-	StateNoSyncConnected   KeeperState = 1 // deprecated
-	StateSyncConnected     KeeperState = 3
-	StateAuthFailed        KeeperState = 4
-	StateConnectedReadOnly KeeperState = 5
-	StateSASLAuthenticated KeeperState = 6
-	StateExpired           KeeperState = -112
-	StateClosed            KeeperState = 7
+	StateUnknown           = vocab.StateUnknown // deprecated
+	StateDisconnected      = vocab.StateDisconnected
+	StateNoSyncConnected   = vocab.StateNoSyncConnected // deprecated
+	StateSyncConnected     = vocab.StateSyncConnected
+	StateAuthFailed        = vocab.StateAuthFailed
+	StateConnectedReadOnly = vocab.StateConnectedReadOnly
+	StateSASLAuthenticated = vocab.StateSASLAuthenticated
+	StateExpired           = vocab.StateExpired
+	StateClosed            = vocab.StateClosed
 )
 
-func (s KeeperState) String() string {
-	switch s {
-	case StateUnknown:
-		return "Unknown"
-	case StateDisconnected:
-		return "Disconnected"
-	case StateNoSyncConnected:
-		return "NoSyncConnected"
-	case StateSyncConnected:
-		return "SyncConnected"
-	case StateAuthFailed:
-		return "AuthFailed"
-	case StateConnectedReadOnly:
-		return "ConnectedReadOnly"
-	case StateSASLAuthenticated:
-		return "SaslAuthenticated"
-	case StateExpired:
-		return "Expired"
-	case StateClosed:
-		return "Closed"
-	}
-	return "KeeperState(" + strconv.Itoa(int(s)) + ")"
-}
-
 // EventType is the type field of a WatcherEvent (Watcher.Event.EventType):
-// fsm's trigger types plus the ones only the wire knows.
+// vocab's znode event types plus the ones only the wire knows.
 type EventType int32
 
 // ZooKeeper's EventType values.
 const (
 	EventNone                   EventType = -1
-	EventNodeCreated            EventType = EventType(fsm.EventNodeCreated)
-	EventNodeDeleted            EventType = EventType(fsm.EventNodeDeleted)
-	EventNodeDataChanged        EventType = EventType(fsm.EventNodeDataChanged)
-	EventNodeChildrenChanged    EventType = EventType(fsm.EventNodeChildrenChanged)
+	EventNodeCreated            EventType = EventType(vocab.EventNodeCreated)
+	EventNodeDeleted            EventType = EventType(vocab.EventNodeDeleted)
+	EventNodeDataChanged        EventType = EventType(vocab.EventNodeDataChanged)
+	EventNodeChildrenChanged    EventType = EventType(vocab.EventNodeChildrenChanged)
 	EventDataWatchRemoved       EventType = 5
 	EventChildWatchRemoved      EventType = 6
 	EventPersistentWatchRemoved EventType = 7
@@ -184,7 +161,7 @@ func (t EventType) String() string {
 	case EventPersistentWatchRemoved:
 		return "PersistentWatchRemoved"
 	case EventNodeCreated, EventNodeDeleted, EventNodeDataChanged, EventNodeChildrenChanged:
-		return fsm.EventType(t).String()
+		return vocab.EventType(t).String()
 	}
 	return "EventType(" + strconv.Itoa(int(t)) + ")"
 }
@@ -212,17 +189,17 @@ const (
 )
 
 // CodeOf maps an error to the code to put in a ReplyHeader: OK for nil, the
-// fsm.Code carried by an *fsm.Error or fsm.Code, MarshallingError for a
+// vocab.Code carried by a *vocab.Error or vocab.Code, MarshallingError for a
 // request body that did not decode (ErrMalformed), Unimplemented for
 // ErrUnknownOp, and SystemError for anything else.
-func CodeOf(err error) fsm.Code {
+func CodeOf(err error) vocab.Code {
 	switch {
 	case err == nil:
-		return fsm.OK
+		return vocab.OK
 	case errors.Is(err, ErrMalformed):
-		return fsm.MarshallingError
+		return vocab.MarshallingError
 	case errors.Is(err, ErrUnknownOp):
-		return fsm.Unimplemented
+		return vocab.Unimplemented
 	}
-	return fsm.CodeOf(err)
+	return vocab.CodeOf(err)
 }

@@ -14,7 +14,7 @@
 // a reply is a ReplyHeader {xid, zxid, err} and, when err is OK, a body.
 // Notifications are replies with xid -1 and a WatcherEvent body. Before the
 // handshake the first 4 bytes may instead be a four-letter word
-// (IsFourLetterWord). Error codes are fsm.Code, whose values are
+// (IsFourLetterWord). Error codes are vocab.Code, whose values are
 // ZooKeeper's, so they go on the wire unchanged (CodeOf maps errors).
 //
 // Jute: int and long are big-endian two's complement; a boolean is one

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"coord/fsm"
+	"coord/vocab"
 	"coord/zk"
 )
 
@@ -51,7 +51,7 @@ func Example() {
 	get := body.(*zk.GetDataRequest)
 	fmt.Println(h.Type, get.Path, get.Watch)
 	out = zk.AppendReply(out, zk.ReplyHeader{Xid: h.Xid, Zxid: 5},
-		&zk.GetDataResponse{Data: []byte("v"), Stat: fsm.Stat{Czxid: 3, Mzxid: 3, DataLength: 1}})
+		&zk.GetDataResponse{Data: []byte("v"), Stat: vocab.Stat{Czxid: 3, Mzxid: 3, DataLength: 1}})
 	fmt.Println(len(out), "bytes out")
 	// Output:
 	// session 0x100000001, readOnly byte sent: false, 40 bytes

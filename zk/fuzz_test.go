@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // maxFootprint bounds the Go memory a decoded record may hold per input
@@ -201,7 +201,7 @@ func TestWorstCaseFootprint(t *testing.T) {
 		results.Results = append(results.Results, MultiResult{Type: OpDelete})
 	}
 	for _, r := range []Record{&reads, &results, &GetChildrenResponse{Children: make([]string, n)},
-		&GetACLResponse{ACL: make([]fsm.ACL, n)}} {
+		&GetACLResponse{ACL: make([]vocab.ACL, n)}} {
 		data := Marshal(r)
 		got := newLike(r)
 		if err := Unmarshal(data, got); err != nil {

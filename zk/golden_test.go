@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // Golden bytes, computed by hand from zookeeper.jute (not by this package).
@@ -75,7 +75,7 @@ func TestGoldenConnectRequest(t *testing.T) {
 func TestGoldenReplyHeader(t *testing.T) {
 	// xid 1, zxid 0x100000003, err NoNode (-101 = 0xffffff9b), no body.
 	want := unhex(t, "00000010 00000001 0000000100000003 ffffff9b")
-	got := AppendReply(nil, ReplyHeader{Xid: 1, Zxid: 0x100000003, Err: fsm.NoNode}, nil)
+	got := AppendReply(nil, ReplyHeader{Xid: 1, Zxid: 0x100000003, Err: vocab.NoNode}, nil)
 	if !bytes.Equal(got, want) {
 		t.Fatalf("got % x want % x", got, want)
 	}
@@ -111,12 +111,12 @@ func TestGoldenMulti(t *testing.T) {
 		t.Fatalf("DecodeRequest: %v %+v", err, h)
 	}
 	want := &MultiRequest{Ops: []MultiOp{
-		{Type: OpCreate, Path: "/a", Data: []byte("x"), ACL: fsm.OpenACLUnsafe, Flags: fsm.ModePersistent},
+		{Type: OpCreate, Path: "/a", Data: []byte("x"), ACL: vocab.OpenACLUnsafe, Flags: vocab.ModePersistent},
 		{Type: OpDelete, Path: "/b", Version: -1},
 	}}
 	got := body.(*MultiRequest)
 	if len(got.Ops) != 2 || got.Ops[0].Path != "/a" || string(got.Ops[0].Data) != "x" ||
-		got.Ops[0].ACL[0] != fsm.OpenACLUnsafe[0] || got.Ops[1].Path != "/b" || got.Ops[1].Version != -1 {
+		got.Ops[0].ACL[0] != vocab.OpenACLUnsafe[0] || got.Ops[1].Path != "/b" || got.Ops[1].Version != -1 {
 		t.Fatalf("decoded %+v", got)
 	}
 	if enc := AppendRequest(nil, RequestHeader{Xid: 5, Type: OpMulti}, want)[4:]; !bytes.Equal(enc, wire) {
@@ -126,7 +126,7 @@ func TestGoldenMulti(t *testing.T) {
 	// Its failure: the create failed with NodeExists (-110 = 0xffffff92),
 	// the delete was not tried (RuntimeInconsistency, -2). The reply
 	// header's err is OK.
-	resp := MultiFailure(2, 0, fsm.NodeExists)
+	resp := MultiFailure(2, 0, vocab.NodeExists)
 	wantResp := unhex(t, `00000033
 		00000005 0000000100000009 00000000
 		ffffffff 00 ffffff92 ffffff92
@@ -142,7 +142,7 @@ func TestGoldenGetChildren2Response(t *testing.T) {
 	wire := unhex(t, `00000001 00000001 61
 		0000000000000000 0000000000000000 0000000000000000 0000000000000000
 		00000000 00000000 00000000 0000000000000000 00000000 00000001 0000000000000000`)
-	r := GetChildren2Response{Children: []string{"a"}, Stat: fsm.Stat{NumChildren: 1}}
+	r := GetChildren2Response{Children: []string{"a"}, Stat: vocab.Stat{NumChildren: 1}}
 	if enc := Marshal(&r); !bytes.Equal(enc, wire) {
 		t.Fatalf("got % x\nwant % x", enc, wire)
 	}

@@ -1,6 +1,6 @@
 package zk
 
-import "coord/fsm"
+import "coord/vocab"
 
 // Multi framing (MultiOperationRecord, MultiResponse): there is no count.
 // Each op or result is a MultiHeader{type, done=false, err} followed by its
@@ -13,7 +13,7 @@ import "coord/fsm"
 type MultiHeader struct {
 	Type OpCode
 	Done bool
-	Err  fsm.Code
+	Err  vocab.Code
 }
 
 // multiHeaderSize is the encoded size of a MultiHeader.
@@ -28,7 +28,7 @@ func (h *MultiHeader) Encode(e *Encoder) {
 func (h *MultiHeader) Decode(d *Decoder) error {
 	h.Type = OpCode(d.Int32())
 	h.Done = d.Bool()
-	h.Err = fsm.Code(d.Int32())
+	h.Err = vocab.Code(d.Int32())
 	return d.Err()
 }
 
@@ -40,12 +40,12 @@ var multiEnd = MultiHeader{Type: -1, Done: true, Err: -1}
 type MultiOp struct {
 	Type    OpCode
 	Path    string
-	Data    []byte         // create*, setData
-	ACL     []fsm.ACL      // create*
-	Flags   fsm.CreateMode // create*
-	TTL     int64          // createTTL
-	Version int32          // delete, setData, check
-	Watch   bool           // getData, getChildren: sent, but ZooKeeper sets no watch from a multiRead
+	Data    []byte           // create*, setData
+	ACL     []vocab.ACL      // create*
+	Flags   vocab.CreateMode // create*
+	TTL     int64            // createTTL
+	Version int32            // delete, setData, check
+	Watch   bool             // getData, getChildren: sent, but ZooKeeper sets no watch from a multiRead
 }
 
 // IsRead reports whether the op belongs in a multiRead.
@@ -113,7 +113,7 @@ func (r *MultiRequest) Decode(d *Decoder) error {
 		case OpCreate, OpCreate2, OpCreateContainer, OpCreateTTL:
 			op.Data = d.Buffer()
 			op.ACL = d.ACLs()
-			op.Flags = fsm.CreateMode(d.Int32())
+			op.Flags = vocab.CreateMode(d.Int32())
 			if h.Type == OpCreateTTL {
 				op.TTL = d.Int64()
 			}
@@ -146,11 +146,11 @@ func (r *MultiRequest) IsRead() bool { return len(r.Ops) > 0 && r.Ops[0].IsRead(
 // and stat) and that of create as OpCreate (path only).
 type MultiResult struct {
 	Type     OpCode
-	Err      fsm.Code // OpError only
-	Path     string   // OpCreate, OpCreate2
-	Stat     fsm.Stat // OpCreate2, OpSetData, OpGetData
-	Data     []byte   // OpGetData
-	Children []string // OpGetChildren
+	Err      vocab.Code // OpError only
+	Path     string     // OpCreate, OpCreate2
+	Stat     vocab.Stat // OpCreate2, OpSetData, OpGetData
+	Data     []byte     // OpGetData
+	Children []string   // OpGetChildren
 }
 
 // MultiResponse answers multi and multiRead. A failed multi still has
@@ -211,7 +211,7 @@ func (r *MultiResponse) Decode(d *Decoder) error {
 		case OpGetChildren:
 			res.Children = d.Strings()
 		case OpError:
-			res.Err = fsm.Code(d.Int32())
+			res.Err = vocab.Code(d.Int32())
 		default:
 			d.Fail(ErrBadMulti)
 		}
@@ -227,17 +227,17 @@ func (r *MultiResponse) Decode(d *Decoder) error {
 // op number failed (0-based) failed with code: every op is an OpError result;
 // those before it carry OK, the failed one code, and those after it
 // RuntimeInconsistency (they were not tried).
-func MultiFailure(n, failed int, code fsm.Code) MultiResponse {
+func MultiFailure(n, failed int, code vocab.Code) MultiResponse {
 	res := make([]MultiResult, n)
 	for i := range res {
 		res[i].Type = OpError
 		switch {
 		case i < failed:
-			res[i].Err = fsm.OK
+			res[i].Err = vocab.OK
 		case i == failed:
 			res[i].Err = code
 		default:
-			res[i].Err = fsm.RuntimeInconsistency
+			res[i].Err = vocab.RuntimeInconsistency
 		}
 	}
 	return MultiResponse{Results: res}

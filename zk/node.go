@@ -1,6 +1,6 @@
 package zk
 
-import "coord/fsm"
+import "coord/vocab"
 
 // The request and response bodies of the znode operations.
 
@@ -8,8 +8,8 @@ import "coord/fsm"
 type CreateRequest struct {
 	Path  string
 	Data  []byte // nil is null data, kept apart from empty data
-	ACL   []fsm.ACL
-	Flags fsm.CreateMode
+	ACL   []vocab.ACL
+	Flags vocab.CreateMode
 }
 
 func (r *CreateRequest) Encode(e *Encoder) {
@@ -23,7 +23,7 @@ func (r *CreateRequest) Decode(d *Decoder) error {
 	r.Path = d.UString()
 	r.Data = d.Buffer()
 	r.ACL = d.ACLs()
-	r.Flags = fsm.CreateMode(d.Int32())
+	r.Flags = vocab.CreateMode(d.Int32())
 	return d.Err()
 }
 
@@ -31,8 +31,8 @@ func (r *CreateRequest) Decode(d *Decoder) error {
 type CreateTTLRequest struct {
 	Path  string
 	Data  []byte
-	ACL   []fsm.ACL
-	Flags fsm.CreateMode
+	ACL   []vocab.ACL
+	Flags vocab.CreateMode
 	TTL   int64 // ms
 }
 
@@ -48,7 +48,7 @@ func (r *CreateTTLRequest) Decode(d *Decoder) error {
 	r.Path = d.UString()
 	r.Data = d.Buffer()
 	r.ACL = d.ACLs()
-	r.Flags = fsm.CreateMode(d.Int32())
+	r.Flags = vocab.CreateMode(d.Int32())
 	r.TTL = d.Int64()
 	return d.Err()
 }
@@ -62,7 +62,7 @@ func (r *CreateResponse) Decode(d *Decoder) error { r.Path = d.UString(); return
 // Create2Response answers create2, createTTL and createContainer.
 type Create2Response struct {
 	Path string
-	Stat fsm.Stat
+	Stat vocab.Stat
 }
 
 func (r *Create2Response) Encode(e *Encoder) {
@@ -123,19 +123,19 @@ func (r *ExistsRequest) Decode(d *Decoder) error {
 }
 
 // ExistsResponse answers exists.
-type ExistsResponse struct{ Stat fsm.Stat }
+type ExistsResponse struct{ Stat vocab.Stat }
 
 func (r *ExistsResponse) Encode(e *Encoder)       { e.Stat(&r.Stat) }
 func (r *ExistsResponse) Decode(d *Decoder) error { r.Stat = d.Stat(); return d.Err() }
 
 // SetDataResponse answers setData (and, in ZooKeeper, a check).
-type SetDataResponse struct{ Stat fsm.Stat }
+type SetDataResponse struct{ Stat vocab.Stat }
 
 func (r *SetDataResponse) Encode(e *Encoder)       { e.Stat(&r.Stat) }
 func (r *SetDataResponse) Decode(d *Decoder) error { r.Stat = d.Stat(); return d.Err() }
 
 // SetACLResponse answers setACL.
-type SetACLResponse struct{ Stat fsm.Stat }
+type SetACLResponse struct{ Stat vocab.Stat }
 
 func (r *SetACLResponse) Encode(e *Encoder)       { e.Stat(&r.Stat) }
 func (r *SetACLResponse) Decode(d *Decoder) error { r.Stat = d.Stat(); return d.Err() }
@@ -160,7 +160,7 @@ func (r *GetDataRequest) Decode(d *Decoder) error {
 // GetDataResponse answers getData.
 type GetDataResponse struct {
 	Data []byte // nil is sent as null, which clients return as null data
-	Stat fsm.Stat
+	Stat vocab.Stat
 }
 
 func (r *GetDataResponse) Encode(e *Encoder) {
@@ -232,8 +232,8 @@ func (r *GetEphemeralsRequest) Decode(d *Decoder) error { r.PrefixPath = d.UStri
 
 // GetACLResponse answers getACL.
 type GetACLResponse struct {
-	ACL  []fsm.ACL
-	Stat fsm.Stat
+	ACL  []vocab.ACL
+	Stat vocab.Stat
 }
 
 func (r *GetACLResponse) Encode(e *Encoder) {
@@ -250,7 +250,7 @@ func (r *GetACLResponse) Decode(d *Decoder) error {
 // SetACLRequest is the body of setACL.
 type SetACLRequest struct {
 	Path    string
-	ACL     []fsm.ACL
+	ACL     []vocab.ACL
 	Version int32
 }
 
@@ -310,7 +310,7 @@ func (r *GetChildrenResponse) Decode(d *Decoder) error { r.Children = d.Strings(
 // GetChildren2Response answers getChildren2.
 type GetChildren2Response struct {
 	Children []string
-	Stat     fsm.Stat
+	Stat     vocab.Stat
 }
 
 func (r *GetChildren2Response) Encode(e *Encoder) {

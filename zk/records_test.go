@@ -5,15 +5,15 @@ import (
 	"reflect"
 	"testing"
 
-	"coord/fsm"
+	"coord/vocab"
 )
 
 var (
-	testStat = fsm.Stat{Czxid: 0x100000003, Mzxid: 0x100000007, Ctime: 1700000000123, Mtime: 1700000000456,
+	testStat = vocab.Stat{Czxid: 0x100000003, Mzxid: 0x100000007, Ctime: 1700000000123, Mtime: 1700000000456,
 		Version: 2, Cversion: 3, Aversion: 1, EphemeralOwner: 0x1000000ab, DataLength: 5, NumChildren: 7,
 		Pzxid: 0x100000009}
-	testACL = []fsm.ACL{{Perms: fsm.PermAll, ID: fsm.AnyoneID},
-		{Perms: fsm.PermRead | fsm.PermAdmin, ID: fsm.Id{Scheme: "digest", ID: "bob:c2VjcmV0"}}}
+	testACL = []vocab.ACL{{Perms: vocab.PermAll, ID: vocab.AnyoneID},
+		{Perms: vocab.PermRead | vocab.PermAdmin, ID: vocab.Id{Scheme: "digest", ID: "bob:c2VjcmV0"}}}
 )
 
 // samples holds one record of every type with every field set.
@@ -25,16 +25,16 @@ func samples() []Record {
 		&ConnectResponse{TimeOut: 30000, SessionID: 0x1234, Passwd: []byte("p"), ReadOnly: true, HasReadOnly: true},
 		&ConnectResponse{TimeOut: 4000, SessionID: 9, Passwd: []byte{}},
 		&RequestHeader{Xid: 7, Type: OpCreate2},
-		&ReplyHeader{Xid: 7, Zxid: 0x100000003, Err: fsm.NodeExists},
+		&ReplyHeader{Xid: 7, Zxid: 0x100000003, Err: vocab.NodeExists},
 		&WatcherEvent{Type: EventNodeDataChanged, State: StateSyncConnected, Path: "/a/b"},
 		&AuthPacket{Type: 0, Scheme: "digest", Auth: []byte("bob:secret")},
 		&SASLRequest{Token: []byte{1, 2, 3}},
 		&SASLResponse{Token: []byte{}},
 		&WhoAmIResponse{ClientInfo: []ClientInfo{{AuthScheme: "ip", User: "127.0.0.1"}, {AuthScheme: "digest", User: "bob"}}},
-		&ErrorResponse{Err: fsm.NoNode},
-		&CreateRequest{Path: "/a", Data: []byte("hello"), ACL: testACL, Flags: fsm.ModeEphemeralSequential},
-		&CreateRequest{Path: "/null-data", ACL: testACL[:1], Flags: fsm.ModeContainer},
-		&CreateTTLRequest{Path: "/t", Data: []byte{}, ACL: testACL, Flags: fsm.ModePersistentTTL, TTL: 60000},
+		&ErrorResponse{Err: vocab.NoNode},
+		&CreateRequest{Path: "/a", Data: []byte("hello"), ACL: testACL, Flags: vocab.ModeEphemeralSequential},
+		&CreateRequest{Path: "/null-data", ACL: testACL[:1], Flags: vocab.ModeContainer},
+		&CreateTTLRequest{Path: "/t", Data: []byte{}, ACL: testACL, Flags: vocab.ModePersistentTTL, TTL: 60000},
 		&CreateResponse{Path: "/a0000000001"},
 		&Create2Response{Path: "/a", Stat: testStat},
 		&DeleteRequest{Path: "/a", Version: -1},
@@ -72,10 +72,10 @@ func samples() []Record {
 		&RemoveWatchesRequest{Path: "/w", Type: WatcherAny},
 		&MultiHeader{Type: OpCreate, Done: false, Err: -1},
 		&MultiRequest{Ops: []MultiOp{
-			{Type: OpCreate, Path: "/m1", Data: []byte("d"), ACL: testACL, Flags: fsm.ModePersistent},
-			{Type: OpCreate2, Path: "/m2", ACL: testACL[:1], Flags: fsm.ModeEphemeral},
-			{Type: OpCreateContainer, Path: "/m3", Data: []byte{}, ACL: testACL[:1], Flags: fsm.ModeContainer},
-			{Type: OpCreateTTL, Path: "/m4", Data: []byte("t"), ACL: testACL[:1], Flags: fsm.ModePersistentTTL, TTL: 99},
+			{Type: OpCreate, Path: "/m1", Data: []byte("d"), ACL: testACL, Flags: vocab.ModePersistent},
+			{Type: OpCreate2, Path: "/m2", ACL: testACL[:1], Flags: vocab.ModeEphemeral},
+			{Type: OpCreateContainer, Path: "/m3", Data: []byte{}, ACL: testACL[:1], Flags: vocab.ModeContainer},
+			{Type: OpCreateTTL, Path: "/m4", Data: []byte("t"), ACL: testACL[:1], Flags: vocab.ModePersistentTTL, TTL: 99},
 			{Type: OpDelete, Path: "/m5", Version: -1},
 			{Type: OpSetData, Path: "/m6", Data: []byte("s"), Version: 2},
 			{Type: OpCheck, Path: "/m7", Version: 5},
@@ -90,7 +90,7 @@ func samples() []Record {
 			{Type: OpGetData, Data: []byte("x"), Stat: testStat},
 			{Type: OpGetData, Stat: testStat},
 			{Type: OpGetChildren, Children: []string{"a", "b"}},
-			{Type: OpError, Err: fsm.NoNode},
+			{Type: OpError, Err: vocab.NoNode},
 		}},
 	}
 }
@@ -223,14 +223,14 @@ func TestDecodeRequest(t *testing.T) {
 
 	for _, op := range []OpCode{OpNotification, OpError, OpCreateSession, 23, 99, 108, -3} {
 		h, _, err := DecodeRequest(frame(RequestHeader{Xid: 5, Type: op}, nil))
-		if !errors.Is(err, ErrUnknownOp) || h.Xid != 5 || CodeOf(err) != fsm.Unimplemented {
+		if !errors.Is(err, ErrUnknownOp) || h.Xid != 5 || CodeOf(err) != vocab.Unimplemented {
 			t.Errorf("op %d: err %v, header %+v", op, err, h)
 		}
 	}
 
 	// a body that does not decode: header kept, MarshallingError
 	bad := frame(RequestHeader{Xid: 9, Type: OpCreate}, &SyncRequest{Path: "/x"})
-	if h, _, err := DecodeRequest(bad); !errors.Is(err, ErrMalformed) || h.Xid != 9 || CodeOf(err) != fsm.MarshallingError {
+	if h, _, err := DecodeRequest(bad); !errors.Is(err, ErrMalformed) || h.Xid != 9 || CodeOf(err) != vocab.MarshallingError {
 		t.Errorf("bad body: %v %+v", err, h)
 	}
 	// a frame too short for the header
@@ -287,8 +287,8 @@ func TestNewRequestCoversEveryOp(t *testing.T) {
 }
 
 func TestMultiFailure(t *testing.T) {
-	m := MultiFailure(3, 1, fsm.NoNode)
-	want := []fsm.Code{fsm.OK, fsm.NoNode, fsm.RuntimeInconsistency}
+	m := MultiFailure(3, 1, vocab.NoNode)
+	want := []vocab.Code{vocab.OK, vocab.NoNode, vocab.RuntimeInconsistency}
 	for i, r := range m.Results {
 		if r.Type != OpError || r.Err != want[i] {
 			t.Errorf("result %d = %+v, want error %v", i, r, want[i])
@@ -303,9 +303,9 @@ func TestDecodeReply(t *testing.T) {
 	if err != nil || h.Xid != 4 || h.Zxid != 10 || string(body.Data) != "v" || body.Stat != testStat {
 		t.Fatalf("DecodeReply: %v %+v %+v", err, h, body)
 	}
-	failed := AppendReply(nil, ReplyHeader{Xid: 5, Zxid: 10, Err: fsm.NoNode}, nil)
+	failed := AppendReply(nil, ReplyHeader{Xid: 5, Zxid: 10, Err: vocab.NoNode}, nil)
 	body = GetDataResponse{}
-	if h, err := DecodeReply(failed[4:], &body); err != nil || h.Err != fsm.NoNode || body.Data != nil {
+	if h, err := DecodeReply(failed[4:], &body); err != nil || h.Err != vocab.NoNode || body.Data != nil {
 		t.Fatalf("error reply: %v %+v", err, h)
 	}
 }
@@ -324,8 +324,8 @@ func TestNames(t *testing.T) {
 	if !OpMulti.IsWrite() || OpGetData.IsWrite() {
 		t.Error("IsWrite")
 	}
-	if CodeOf(nil) != fsm.OK || CodeOf(&fsm.Error{Code: fsm.BadVersion}) != fsm.BadVersion ||
-		CodeOf(errors.New("x")) != fsm.SystemError {
+	if CodeOf(nil) != vocab.OK || CodeOf(&vocab.Error{Code: vocab.BadVersion}) != vocab.BadVersion ||
+		CodeOf(errors.New("x")) != vocab.SystemError {
 		t.Error("CodeOf")
 	}
 }

@@ -1,6 +1,6 @@
 package zk
 
-import "coord/fsm"
+import "coord/vocab"
 
 // The records of a connection's life: the handshake, the headers framing
 // every request and reply, watch events, authentication and closing.
@@ -111,7 +111,7 @@ func (r *RequestHeader) Decode(d *Decoder) error {
 type ReplyHeader struct {
 	Xid  int32
 	Zxid int64
-	Err  fsm.Code
+	Err  vocab.Code
 }
 
 func (r *ReplyHeader) Encode(e *Encoder) {
@@ -123,7 +123,7 @@ func (r *ReplyHeader) Encode(e *Encoder) {
 func (r *ReplyHeader) Decode(d *Decoder) error {
 	r.Xid = d.Int32()
 	r.Zxid = d.Int64()
-	r.Err = fsm.Code(d.Int32())
+	r.Err = vocab.Code(d.Int32())
 	return d.Err()
 }
 
@@ -212,7 +212,7 @@ func (r *WhoAmIResponse) Decode(d *Decoder) error {
 
 // ErrorResponse is a bare error code: the body of a failed op in a multi
 // response, and (with Err OK) the body ZooKeeper sends in reply to addWatch.
-type ErrorResponse struct{ Err fsm.Code }
+type ErrorResponse struct{ Err vocab.Code }
 
 func (r *ErrorResponse) Encode(e *Encoder)       { e.Int32(int32(r.Err)) }
-func (r *ErrorResponse) Decode(d *Decoder) error { r.Err = fsm.Code(d.Int32()); return d.Err() }
+func (r *ErrorResponse) Decode(d *Decoder) error { r.Err = vocab.Code(d.Int32()); return d.Err() }

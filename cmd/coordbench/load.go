@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"coord/client"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // bench holds what every run shares: the configuration, the servers, the
@@ -371,7 +371,7 @@ func (b *bench) work(ctx context.Context, c session, workload string, run, w int
 // errKind names an error for counting: the ZooKeeper code, or the context's
 // verdict, or the message.
 func errKind(err error) string {
-	var code fsm.Code
+	var code vocab.Code
 	switch {
 	case errors.As(err, &code):
 		return code.String()

@@ -14,7 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"coord/client"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // session is one client session as the workloads use it, over either
@@ -85,7 +85,7 @@ func grpcOpener(servers []string, logger *slog.Logger) sessionOpener {
 }
 
 func (s *grpcSession) create(ctx context.Context, path string, data []byte) error {
-	_, err := s.c.Create(ctx, path, data, fsm.ModePersistent, fsm.OpenACLUnsafe)
+	_, err := s.c.Create(ctx, path, data, vocab.ModePersistent, vocab.OpenACLUnsafe)
 	return err
 }
 
@@ -107,7 +107,7 @@ func (s *grpcSession) getW(ctx context.Context, path string) (<-chan watchFired,
 	out := make(chan watchFired, 1)
 	go func() {
 		ev, ok := <-ch
-		out <- watchFired{at: time.Now(), changed: ok && ev.Type == fsm.EventNodeDataChanged}
+		out <- watchFired{at: time.Now(), changed: ok && ev.Type == vocab.EventNodeDataChanged}
 	}()
 	return out, nil
 }
@@ -287,7 +287,7 @@ func (z zkLogger) Printf(format string, args ...any) { z.l.Debug(fmt.Sprintf(for
 // --- errors of both clients ---
 
 func isNodeExists(err error) bool {
-	return errors.Is(err, fsm.NodeExists) || errors.Is(err, zk.ErrNodeExists)
+	return errors.Is(err, vocab.NodeExists) || errors.Is(err, zk.ErrNodeExists)
 }
 
 // isConnLoss: the request's fate is unknown because the connection or the
@@ -295,7 +295,7 @@ func isNodeExists(err error) bool {
 // with ConnectionLoss, -4, but coord does when a write's fate is unknown,
 // and go-zookeeper has no name for that code.)
 func isConnLoss(err error) bool {
-	return errors.Is(err, fsm.ConnectionLoss) || errors.Is(err, zk.ErrConnectionClosed) ||
+	return errors.Is(err, vocab.ConnectionLoss) || errors.Is(err, zk.ErrConnectionClosed) ||
 		errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrSessionMoved) || zkUnknownCode(err) == -4
 }
 

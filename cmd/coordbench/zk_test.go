@@ -15,7 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // ZooKeeper 3.8.0's answers, as Debian's package prints them.
@@ -144,10 +144,10 @@ func TestErrorsOfBothClients(t *testing.T) {
 		unknownNum int
 	}{
 		{zk.ErrNodeExists, true, false, "node already exists", 0},
-		{fsm.NodeExists, true, false, fsm.NodeExists.String(), 0},
+		{vocab.NodeExists, true, false, vocab.NodeExists.String(), 0},
 		{zk.ErrConnectionClosed, false, true, "connection closed", 0},
 		{zk.ErrNoServer, false, true, "could not connect to a server", 0},
-		{fsm.ConnectionLoss, false, true, fsm.ConnectionLoss.String(), 0},
+		{vocab.ConnectionLoss, false, true, vocab.ConnectionLoss.String(), 0},
 		{unknown4, false, true, "ConnectionLoss (-4) from the server", -4},
 		{fmt.Errorf("unknown error: %v", -7), false, false, "OperationTimeout (-7) from the server", -7},
 		{fmt.Errorf("unknown error: %v", -999), false, false, "unknown error: -999", -999},

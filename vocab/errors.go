@@ -1,4 +1,4 @@
-package fsm
+package vocab
 
 import (
 	"errors"
@@ -88,8 +88,8 @@ func (c Code) String() string {
 	return fmt.Sprintf("unknown error code %d", int32(c))
 }
 
-// Error makes a Code usable as an error; errors.Is(err, fsm.NoNode) holds for
-// any *Error with that code.
+// Error makes a Code usable as an error; errors.Is(err, vocab.NoNode) holds
+// for any *Error with that code.
 func (c Code) Error() string { return c.String() }
 
 // Error is a failed operation: the code, the operation and the path.
@@ -124,9 +124,6 @@ func (e *Error) Is(target error) bool {
 
 // Unwrap exposes the code so errors.As(err, &code) works.
 func (e *Error) Unwrap() error { return e.Code }
-
-// errf builds an *Error.
-func errf(c Code, op, path string) *Error { return &Error{Code: c, Op: op, Path: path} }
 
 // CodeOf returns the Code carried by err: OK for nil, the code of an *Error or
 // Code anywhere in its chain, and SystemError for anything else.
