@@ -413,3 +413,36 @@ func TestFollowersApplyCommitsAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// A server an operator removes stays out while it keeps running: it does
+// not ask to join again, and no leader (the same or a new one, which knows
+// its addresses) adds it back; the operator can.
+func TestRemovedServerStaysOut(t *testing.T) {
+	c := NewTestCluster(t, 3, 0)
+	// The servers' own join requests from their start (each may wait on
+	// a forward for up to 2 × RaftTimeout) are done before the removal, as
+	// they are long done when an operator removes a server.
+	time.Sleep(5 * c.configs[0].RaftTimeout)
+	li := c.Leader()
+	victim := (li + 1) % 3
+	admin := &adminService{s: c.Servers[li]}
+	if _, err := admin.RemoveServer(t.Context(), &api.RemoveServerRequest{Id: c.Servers[victim].ID()}); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	c.WaitMembers(2, 0)
+	if _, err := admin.TransferLeadership(t.Context(), &api.TransferLeadershipRequest{}); err != nil {
+		t.Fatalf("transfer: %v", err)
+	}
+	// Ten reconcile rounds and join attempts' worth of time.
+	time.Sleep(10 * c.configs[0].RaftTimeout)
+	c.WaitMembers(2, 0)
+	nl := c.Leader()
+	if nl == victim {
+		t.Fatal("the removed server leads")
+	}
+	admin = &adminService{s: c.Servers[nl]}
+	if _, err := admin.AddServer(t.Context(), &api.AddServerRequest{Id: c.Servers[victim].ID(), RaftAddr: c.Servers[victim].RaftAddr()}); err != nil {
+		t.Fatalf("add back: %v", err)
+	}
+	c.WaitMembers(3, 0)
+}

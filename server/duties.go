@@ -16,7 +16,7 @@ func (s *Server) leaderLoop() {
 	defer s.wg.Done()
 	tick := time.NewTicker(max(s.cfg.Tick/2, 5*time.Millisecond))
 	defer tick.Stop()
-	wasLeader := false
+	wasLeader, wasMember, toldRemoved := false, false, false
 	var lastContainerCheck, lastReconcile time.Time
 	for {
 		select {
@@ -33,7 +33,16 @@ func (s *Server) leaderLoop() {
 		}
 		wasLeader = leader
 		if !leader {
-			if !s.inConfiguration() && time.Since(lastReconcile) > s.cfg.RaftTimeout {
+			// A server asks to join until it is in the configuration; once
+			// it has been, leaving it means an operator removed it, and it
+			// stays out until one adds it back.
+			switch in := s.inConfiguration(); {
+			case in:
+				wasMember = true
+			case wasMember && !toldRemoved:
+				toldRemoved = true
+				s.log.Warn("this server was removed from the cluster's configuration; it will not rejoin by itself (add it back with the admin API)")
+			case !wasMember && time.Since(lastReconcile) > s.cfg.RaftTimeout:
 				lastReconcile = time.Now()
 				go s.join()
 			}
@@ -54,7 +63,7 @@ func (s *Server) leaderLoop() {
 		}
 		if time.Since(lastReconcile) > s.cfg.RaftTimeout {
 			lastReconcile = time.Now()
-			go s.reconcileMembers()
+			go s.reconcileMembers(nil)
 		}
 	}
 }

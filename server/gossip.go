@@ -13,9 +13,10 @@ import (
 )
 
 // gossip runs hashicorp/memberlist: every server advertises its id, role and
-// addresses, learns the others', and knows which are alive. The leader adds
-// servers it learns of to the raft configuration (reconcileMembers), so
-// joining a cluster takes only the gossip address of one member.
+// addresses, learns the others', and knows which are alive. A server that is
+// not in the raft configuration asks the servers it learned of to add it
+// (join; the leader adds it in reconcileMembers), so joining a cluster takes
+// only the gossip address of one member.
 type gossip struct {
 	s  *Server
 	ml *memberlist.Memberlist

@@ -129,7 +129,8 @@ func (i *internalService) Join(ctx context.Context, req *api.JoinRequest) (*api.
 	if req.Member == nil || req.Member.Id == "" || req.Member.RaftAddr == "" || req.Member.GrpcAddr == "" {
 		return nil, errors.New("server: Join needs the member's id, raft and gRPC addresses")
 	}
-	s.learn(Member{ID: req.Member.Id, RaftAddr: req.Member.RaftAddr, GRPCAddr: req.Member.GrpcAddr, Observer: req.Member.Role == "observer"})
+	joiner := Member{ID: req.Member.Id, RaftAddr: req.Member.RaftAddr, GRPCAddr: req.Member.GrpcAddr, Observer: req.Member.Role == "observer"}
+	s.learn(joiner)
 	if s.raft.State() != raft.Leader {
 		m, err := s.leaderMember(ctx)
 		if err != nil {
@@ -141,6 +142,6 @@ func (i *internalService) Join(ctx context.Context, req *api.JoinRequest) (*api.
 		}
 		return api.NewInternalClient(cc).Join(ctx, req)
 	}
-	s.reconcileMembers()
+	s.reconcileMembers(&joiner)
 	return &api.JoinResponse{Members: s.memberList()}, nil
 }

@@ -269,10 +269,13 @@ func (s *Server) join() {
 	}
 }
 
-// reconcileMembers (leader only) adds known servers missing from the raft
-// configuration as non-voters, and promotes a non-voter whose configured
-// role is voter once it has caught up with the log.
-func (s *Server) reconcileMembers() {
+// reconcileMembers (leader only) adds joiner (a server that asked to join,
+// if any) to the raft configuration as a non-voter, and promotes a
+// non-voter whose configured role is voter once it has caught up with the
+// log. It adds no other server: a known server missing from the
+// configuration may be one an operator removed, and a server that wants in
+// asks (join), again until it is in.
+func (s *Server) reconcileMembers(joiner *Member) {
 	if s.raft.State() != raft.Leader {
 		return
 	}
@@ -284,6 +287,15 @@ func (s *Server) reconcileMembers() {
 	for _, srv := range f.Configuration().Servers {
 		inConfig[string(srv.ID)] = srv.Suffrage
 	}
+	if joiner != nil {
+		if _, ok := inConfig[joiner.ID]; !ok {
+			s.log.Info("adding server as non-voter", "id", joiner.ID, "raft", joiner.RaftAddr)
+			if err := s.raft.AddNonvoter(raft.ServerID(joiner.ID), raft.ServerAddress(joiner.RaftAddr), 0, s.leaderWait()).Error(); err != nil {
+				s.log.Warn("adding server", "id", joiner.ID, "err", err)
+			}
+			return
+		}
+	}
 	s.mu.Lock()
 	members := make([]Member, 0, len(s.members))
 	for _, m := range s.members {
@@ -291,14 +303,7 @@ func (s *Server) reconcileMembers() {
 	}
 	s.mu.Unlock()
 	for _, m := range members {
-		suffrage, ok := inConfig[m.ID]
-		switch {
-		case !ok:
-			s.log.Info("adding server as non-voter", "id", m.ID, "raft", m.RaftAddr)
-			if err := s.raft.AddNonvoter(raft.ServerID(m.ID), raft.ServerAddress(m.RaftAddr), 0, s.leaderWait()).Error(); err != nil {
-				s.log.Warn("adding server", "id", m.ID, "err", err)
-			}
-		case suffrage == raft.Nonvoter && !m.Observer && s.caughtUp(m):
+		if suffrage, ok := inConfig[m.ID]; ok && suffrage == raft.Nonvoter && !m.Observer && s.caughtUp(m) {
 			s.log.Info("promoting caught-up server to voter", "id", m.ID)
 			if err := s.raft.AddVoter(raft.ServerID(m.ID), raft.ServerAddress(m.RaftAddr), 0, s.leaderWait()).Error(); err != nil {
 				s.log.Warn("promoting server", "id", m.ID, "err", err)
