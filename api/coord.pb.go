@@ -4152,7 +4152,12 @@ type ForwardResponse struct {
 	// that term holds the leader's log up to it (raft's log matching), all of
 	// it committed, and may apply it without waiting to hear the commit from
 	// raft.
-	Term          uint64 `protobuf:"varint,4,opt,name=term,proto3" json:"term,omitempty"`
+	Term uint64 `protobuf:"varint,4,opt,name=term,proto3" json:"term,omitempty"`
+	// the command was refused before it reached the log (say, the leader's
+	// disk is nearly full): nothing changed, and the follower answers the
+	// client with an error and keeps its connection, instead of treating the
+	// command's fate as unknown.
+	Refused       bool `protobuf:"varint,5,opt,name=refused,proto3" json:"refused,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4213,6 +4218,13 @@ func (x *ForwardResponse) GetTerm() uint64 {
 		return x.Term
 	}
 	return 0
+}
+
+func (x *ForwardResponse) GetRefused() bool {
+	if x != nil {
+		return x.Refused
+	}
+	return false
 }
 
 type CommitsRequest struct {
@@ -4844,12 +4856,13 @@ const file_coord_proto_rawDesc = "" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\"<\n" +
 	"\x0eForwardRequest\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x18\n" +
-	"\acommand\x18\x02 \x01(\fR\acommand\"c\n" +
+	"\acommand\x18\x02 \x01(\fR\acommand\"}\n" +
 	"\x0fForwardResponse\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x12\n" +
-	"\x04term\x18\x04 \x01(\x04R\x04term\"-\n" +
+	"\x04term\x18\x04 \x01(\x04R\x04term\x12\x18\n" +
+	"\arefused\x18\x05 \x01(\bR\arefused\"-\n" +
 	"\x0eCommitsRequest\x12\x1b\n" +
 	"\tserver_id\x18\x01 \x01(\tR\bserverId\":\n" +
 	"\x0eCommitPosition\x12\x14\n" +

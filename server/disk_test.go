@@ -33,6 +33,26 @@ func TestDiskLowRefusesWrites(t *testing.T) {
 	mustOK(t, s.create("/after", "", fsm.ModePersistent))
 }
 
+// A write through a follower that the leader refuses for its disk gets the
+// same answer, and the connection stays: the refusal crosses the forward
+// as a flag, not as a string to compare.
+func TestLeaderDiskLowRefusesForwardedWrites(t *testing.T) {
+	c := NewTestCluster(t, 3, 0)
+	li := c.Leader()
+	leader := c.Servers[li]
+	s := newSession(t, c.Servers[(li+1)%3].GRPCAddr())
+	mustOK(t, s.create("/before", "", fsm.ModePersistent))
+	leader.cfg.MinFreeDisk = math.MaxUint64
+	leader.checkDisk()
+	if r := s.create("/during", "", fsm.ModePersistent); fsm.Code(r.Err) != fsm.SystemError {
+		t.Fatalf("forwarded write to a leader with a full disk: %v", fsm.Code(r.Err))
+	}
+	mustOK(t, s.get("/before", false)) // same connection
+	leader.cfg.MinFreeDisk = 0
+	leader.checkDisk()
+	mustOK(t, s.create("/after", "", fsm.ModePersistent))
+}
+
 // On a real, small filesystem that fills up, the server refuses writes
 // before raft runs out of space, and every acknowledged write survives a
 // restart. Needs root to mount a tmpfs; skipped otherwise.

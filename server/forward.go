@@ -130,7 +130,11 @@ func (f *forwarder) receive(stream api.Internal_ForwardClient) {
 		delete(f.inflight, resp.Seq)
 		f.mu.Unlock()
 		if resp.Error != "" && fail != nil {
-			fail(errors.New(resp.Error))
+			err := errors.New(resp.Error)
+			if resp.Refused {
+				err = fmt.Errorf("%w (leader: %s)", errRefused, resp.Error)
+			}
+			fail(err)
 		}
 		if resp.Error == "" && resp.Term != 0 {
 			// The write committed: apply it now if this log holds it,

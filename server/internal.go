@@ -48,7 +48,7 @@ func (i *internalService) Forward(stream api.Internal_ForwardServer) error {
 			<-p.done
 			resp := &api.ForwardResponse{Seq: p.seq}
 			if p.err != nil {
-				resp.Error = p.err.Error()
+				resp.Error, resp.Refused = p.err.Error(), errors.Is(p.err, errRefused)
 			} else {
 				resp.Index = p.index
 				if p.index != lastIndex {

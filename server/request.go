@@ -90,7 +90,7 @@ func (c *conn) write(xid int64, cmd *fsm.Command, op string, start time.Time) {
 	c.s.submit(cmd, func(ar applyResult) {
 		defer c.endWrite()
 		var resp *api.Response
-		if errors.Is(ar.err, errDiskFull) || (ar.err != nil && ar.err.Error() == errDiskFull.Error()) {
+		if errors.Is(ar.err, errRefused) {
 			// Refused before reaching the log: nothing changed, and the
 			// connection stays.
 			resp = &api.Response{Xid: xid, Err: int32(fsm.SystemError), Zxid: int64(c.s.fsm.fsm.LastZxid())}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -10,8 +11,14 @@ import (
 	"coord/fsm"
 )
 
+// errRefused marks an error of a command refused before it reached the log:
+// nothing changed, so the client gets an error answer and keeps its
+// connection (unlike a command whose fate is unknown). It crosses a
+// forward as ForwardResponse.refused.
+var errRefused = errors.New("refused before the log")
+
 // errDiskFull: the data directory is below Config.MinFreeDisk.
-var errDiskFull = errors.New("server: disk nearly full, refusing writes")
+var errDiskFull = fmt.Errorf("server: disk nearly full, refusing writes (%w)", errRefused)
 
 // errSelfLeader: raft names this server as leader (it may still be taking
 // over).
