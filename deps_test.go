@@ -47,7 +47,7 @@ const drawing = `cmd/coord  cmd/coordctl  jepsen/
      \          |          /
       server/  client/  recipes/   (recipes: only its own small Conn interface)
         |    \    |         |
-        |     api/          |    (protobuf + generated gRPC; no logic)
+        |     api/ ---------+    (protobuf + generated gRPC; its one mapping to vocab/ types)
         |     zk/ ----------+    (ZooKeeper wire protocol; no state)
      session/  watch/       |
         \      /            |
@@ -62,10 +62,9 @@ const drawing = `cmd/coord  cmd/coordctl  jepsen/
 //   - server/'s "\" reaches the api/ zk/ column and its "|" the session/ watch/
 //     row (no other line enters watch/, the server-local registry);
 //   - client/'s "|" reaches the api/ zk/ column;
-//   - the line on the right is vocab/'s: recipes/'s "|", zk/'s and fsm/'s
-//     "---" join it, and it leads down to vocab/ only (a join is no way
-//     across: recipes/ does not reach zk/ or fsm/ through it);
-//   - api/ draws no line down;
+//   - the line on the right is vocab/'s: recipes/'s "|", api/'s, zk/'s and
+//     fsm/'s "---" join it, and it leads down to vocab/ only (a join is no
+//     way across: recipes/ does not reach zk/ or fsm/ through it);
 //   - session/ and watch/ reach fsm/, fsm/ reaches zxid/ and vocab/.
 //
 // So every drawn package may import vocab/: client/ through zk/, server/,
@@ -81,7 +80,7 @@ var drawn = map[string][]string{
 	"server":       {"api", "zk", "session", "watch"},
 	"client":       {"api", "zk"},
 	"recipes":      {"vocab"},
-	"api":          {},
+	"api":          {"vocab"},
 	"zk":           {"vocab"},
 	"session":      {"fsm"},
 	"watch":        {"fsm"},

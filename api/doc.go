@@ -1,7 +1,8 @@
 // Package api holds coord's protobuf messages and gRPC services, generated
-// from coord.proto. It has no logic: the server and the client map these
-// messages to and from fsm types. The generated files are checked in so that
-// a build needs neither protoc nor its plugins.
+// from coord.proto, and (vocab.go) the one mapping of its Stat and ACL
+// records to and from the shared vocabulary's types, which the server's
+// front ends and the client both use. It has no other logic. The generated
+// files are checked in so that a build needs neither protoc nor its plugins.
 //
 // To regenerate (Debian's protobuf-compiler, and the plugins from
 // `go install google.golang.org/protobuf/cmd/protoc-gen-go@latest` and

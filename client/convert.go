@@ -31,41 +31,6 @@ func ctxErr(op, path string, err error) error {
 	return fmt.Errorf("coord: %s %s: %w", op, path, err)
 }
 
-func statFromAPI(s *api.Stat) vocab.Stat {
-	if s == nil {
-		return vocab.Stat{}
-	}
-	return vocab.Stat{
-		Czxid:          s.GetCzxid(),
-		Mzxid:          s.GetMzxid(),
-		Ctime:          s.GetCtime(),
-		Mtime:          s.GetMtime(),
-		Version:        s.GetVersion(),
-		Cversion:       s.GetCversion(),
-		Aversion:       s.GetAversion(),
-		EphemeralOwner: s.GetEphemeralOwner(),
-		DataLength:     s.GetDataLength(),
-		NumChildren:    s.GetNumChildren(),
-		Pzxid:          s.GetPzxid(),
-	}
-}
-
-func aclToAPI(acl []vocab.ACL) []*api.ACL {
-	out := make([]*api.ACL, len(acl))
-	for i, a := range acl {
-		out[i] = &api.ACL{Perms: int32(a.Perms), Id: &api.Id{Scheme: a.ID.Scheme, Id: a.ID.ID}}
-	}
-	return out
-}
-
-func aclFromAPI(acl []*api.ACL) []vocab.ACL {
-	out := make([]vocab.ACL, len(acl))
-	for i, a := range acl {
-		out[i] = vocab.ACL{Perms: vocab.Perm(a.GetPerms()), ID: vocab.Id{Scheme: a.GetId().GetScheme(), ID: a.GetId().GetId()}}
-	}
-	return out
-}
-
 // dataFromAPI keeps ZooKeeper's null data (nil) apart from empty data
 // (a non-nil empty slice); protobuf decodes both as nil.
 func dataFromAPI(data []byte, null bool) []byte {
@@ -83,7 +48,7 @@ func createToAPI(path string, data []byte, mode vocab.CreateMode, acl []vocab.AC
 		Path:     path,
 		Data:     data,
 		NullData: data == nil,
-		Acl:      aclToAPI(acl),
+		Acl:      api.ACLToAPI(acl),
 		Mode:     int32(mode),
 		Ttl:      ttlMs,
 	}

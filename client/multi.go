@@ -94,7 +94,7 @@ func (c *Conn) Multi(ctx context.Context, ops ...Op) ([]OpResult, error) {
 		if i < len(ops) {
 			path = ops[i].opPath()
 		}
-		out[i] = OpResult{Err: codeErr(m.GetErr(), "multi", path), Path: m.GetPath(), Stat: statFromAPI(m.GetStat())}
+		out[i] = OpResult{Err: codeErr(m.GetErr(), "multi", path), Path: m.GetPath(), Stat: api.StatFromAPI(m.GetStat())}
 	}
 	if err == nil {
 		return out, nil
@@ -154,7 +154,7 @@ func (c *Conn) MultiRead(ctx context.Context, ops ...ReadOp) ([]ReadResult, erro
 		if i < len(ops) {
 			path, children = ops[i].path, ops[i].children
 		}
-		out[i] = ReadResult{Err: codeErr(m.GetErr(), "multiRead", path), Stat: statFromAPI(m.GetStat())}
+		out[i] = ReadResult{Err: codeErr(m.GetErr(), "multiRead", path), Stat: api.StatFromAPI(m.GetStat())}
 		if out[i].Err != nil {
 			continue
 		}

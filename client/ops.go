@@ -35,7 +35,7 @@ func (c *Conn) create(ctx context.Context, op string, req *api.CreateRequest) (s
 		return "", vocab.Stat{}, err
 	}
 	cr := r.GetCreate()
-	return cr.GetPath(), statFromAPI(cr.GetStat()), nil
+	return cr.GetPath(), api.StatFromAPI(cr.GetStat()), nil
 }
 
 // Delete removes the znode at path if its version matches (AnyVersion
@@ -83,7 +83,7 @@ func (c *Conn) exists(ctx context.Context, path string, w *watcher) (bool, vocab
 	if st == nil {
 		return false, vocab.Stat{}, w.ch(), nil
 	}
-	return true, statFromAPI(st), w.ch(), nil
+	return true, api.StatFromAPI(st), w.ch(), nil
 }
 
 // Get returns the data and Stat of the znode at path. Null data is nil;
@@ -106,7 +106,7 @@ func (c *Conn) get(ctx context.Context, path string, w *watcher) ([]byte, vocab.
 		return nil, vocab.Stat{}, nil, err
 	}
 	g := r.GetGetData()
-	return dataFromAPI(g.GetData(), g.GetNullData()), statFromAPI(g.GetStat()), w.ch(), nil
+	return dataFromAPI(g.GetData(), g.GetNullData()), api.StatFromAPI(g.GetStat()), w.ch(), nil
 }
 
 // registerOnOK registers w for path once the response says OK.
@@ -129,7 +129,7 @@ func (c *Conn) Set(ctx context.Context, path string, data []byte, version int32)
 	if err != nil {
 		return vocab.Stat{}, err
 	}
-	return statFromAPI(r.GetStat().GetStat()), nil
+	return api.StatFromAPI(r.GetStat().GetStat()), nil
 }
 
 // Children returns the names of the children of path, in the server's order,
@@ -152,7 +152,7 @@ func (c *Conn) children(ctx context.Context, path string, w *watcher) ([]string,
 		return nil, vocab.Stat{}, nil, err
 	}
 	g := r.GetGetChildren()
-	return g.GetChildren(), statFromAPI(g.GetStat()), w.ch(), nil
+	return g.GetChildren(), api.StatFromAPI(g.GetStat()), w.ch(), nil
 }
 
 // GetACL returns the ACL of the znode at path and its Stat.
@@ -163,18 +163,18 @@ func (c *Conn) GetACL(ctx context.Context, path string) ([]vocab.ACL, vocab.Stat
 		return nil, vocab.Stat{}, err
 	}
 	g := r.GetGetAcl()
-	return aclFromAPI(g.GetAcl()), statFromAPI(g.GetStat()), nil
+	return api.ACLFromAPI(g.GetAcl()), api.StatFromAPI(g.GetStat()), nil
 }
 
 // SetACL replaces the ACL of the znode at path if its ACL version
 // (aversion) matches, and returns the new Stat.
 func (c *Conn) SetACL(ctx context.Context, path string, acl []vocab.ACL, version int32) (vocab.Stat, error) {
-	req := &api.Request{Op: &api.Request_SetAcl{SetAcl: &api.SetACLRequest{Path: path, Acl: aclToAPI(acl), Version: version}}}
+	req := &api.Request{Op: &api.Request_SetAcl{SetAcl: &api.SetACLRequest{Path: path, Acl: api.ACLToAPI(acl), Version: version}}}
 	r, err := c.do(ctx, "setACL", path, req, nil)
 	if err != nil {
 		return vocab.Stat{}, err
 	}
-	return statFromAPI(r.GetStat().GetStat()), nil
+	return api.StatFromAPI(r.GetStat().GetStat()), nil
 }
 
 // Sync waits until the server the session is on has applied everything the

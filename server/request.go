@@ -133,9 +133,9 @@ func writeResponse(cmd *fsm.Command, res fsm.Result) *api.Response {
 			if op.Code == fsm.OK {
 				switch op.Type {
 				case fsm.CmdCreate:
-					mr.Path, mr.Stat = op.Path, statToAPI(op.Stat)
+					mr.Path, mr.Stat = op.Path, api.StatToAPI(op.Stat)
 				case fsm.CmdSetData:
-					mr.Stat = statToAPI(op.Stat)
+					mr.Stat = api.StatToAPI(op.Stat)
 				}
 			}
 			m.Results[i] = mr
@@ -143,11 +143,11 @@ func writeResponse(cmd *fsm.Command, res fsm.Result) *api.Response {
 		r.Result = &api.Response_Multi{Multi: m}
 	case fsm.CmdCreate:
 		if res.Err == nil {
-			r.Result = &api.Response_Create{Create: &api.CreateResponse{Path: res.Path, Stat: statToAPI(res.Stat)}}
+			r.Result = &api.Response_Create{Create: &api.CreateResponse{Path: res.Path, Stat: api.StatToAPI(res.Stat)}}
 		}
 	case fsm.CmdSetData, fsm.CmdSetACL:
 		if res.Err == nil {
-			r.Result = &api.Response_Stat{Stat: &api.StatResponse{Stat: statToAPI(res.Stat)}}
+			r.Result = &api.Response_Stat{Stat: &api.StatResponse{Stat: api.StatToAPI(res.Stat)}}
 		}
 	default:
 		r.Result = &api.Response_Empty{Empty: &api.Empty{}}
@@ -196,7 +196,7 @@ func nullable(data []byte, null bool) []byte {
 }
 
 func createOp(r *api.CreateRequest) fsm.Op {
-	return fsm.Op{Type: fsm.CmdCreate, Path: r.Path, Data: nullable(r.Data, r.NullData), ACL: aclFromAPI(r.Acl),
+	return fsm.Op{Type: fsm.CmdCreate, Path: r.Path, Data: nullable(r.Data, r.NullData), ACL: api.ACLFromAPI(r.Acl),
 		Mode: fsm.CreateMode(r.Mode), TTL: r.Ttl}
 }
 
@@ -212,7 +212,7 @@ func (c *conn) writeCommand(req *api.Request) (*fsm.Command, bool) {
 		cmd.Type, cmd.Op = fsm.CmdSetData, fsm.Op{Type: fsm.CmdSetData, Path: op.SetData.Path,
 			Data: nullable(op.SetData.Data, op.SetData.NullData), Version: op.SetData.Version}
 	case *api.Request_SetAcl:
-		cmd.Type, cmd.Op = fsm.CmdSetACL, fsm.Op{Type: fsm.CmdSetACL, Path: op.SetAcl.Path, ACL: aclFromAPI(op.SetAcl.Acl), Version: op.SetAcl.Version}
+		cmd.Type, cmd.Op = fsm.CmdSetACL, fsm.Op{Type: fsm.CmdSetACL, Path: op.SetAcl.Path, ACL: api.ACLFromAPI(op.SetAcl.Acl), Version: op.SetAcl.Version}
 	case *api.Request_Close:
 		cmd.Type = fsm.CmdCloseSession
 	case *api.Request_Multi:
@@ -270,7 +270,7 @@ func (c *conn) readOn(v *fsm.View, req *api.Request, ids []fsm.Id) *api.Response
 		if err != nil {
 			return errResponse(err)
 		}
-		return &api.Response{Result: &api.Response_GetData{GetData: &api.GetDataResponse{Data: data, NullData: data == nil, Stat: statToAPI(st)}}}
+		return &api.Response{Result: &api.Response_GetData{GetData: &api.GetDataResponse{Data: data, NullData: data == nil, Stat: api.StatToAPI(st)}}}
 	case *api.Request_Exists:
 		if strings.IndexByte(op.Exists.Path, 0) >= 0 {
 			// ZooKeeper's exists refuses a NUL in the path before it
@@ -288,7 +288,7 @@ func (c *conn) readOn(v *fsm.View, req *api.Request, ids []fsm.Id) *api.Response
 			}
 			return errResponse(err)
 		}
-		return &api.Response{Result: &api.Response_Stat{Stat: &api.StatResponse{Stat: statToAPI(st)}}}
+		return &api.Response{Result: &api.Response_Stat{Stat: &api.StatResponse{Stat: api.StatToAPI(st)}}}
 	case *api.Request_GetChildren:
 		kids, st, err := v.GetChildren(op.GetChildren.Path, ids)
 		if op.GetChildren.Watch && err == nil {
@@ -297,13 +297,13 @@ func (c *conn) readOn(v *fsm.View, req *api.Request, ids []fsm.Id) *api.Response
 		if err != nil {
 			return errResponse(err)
 		}
-		return &api.Response{Result: &api.Response_GetChildren{GetChildren: &api.GetChildrenResponse{Children: kids, Stat: statToAPI(st)}}}
+		return &api.Response{Result: &api.Response_GetChildren{GetChildren: &api.GetChildrenResponse{Children: kids, Stat: api.StatToAPI(st)}}}
 	case *api.Request_GetAcl:
 		acl, st, err := v.GetACL(op.GetAcl.Path, ids)
 		if err != nil {
 			return errResponse(err)
 		}
-		return &api.Response{Result: &api.Response_GetAcl{GetAcl: &api.GetACLResponse{Acl: aclToAPI(acl), Stat: statToAPI(st)}}}
+		return &api.Response{Result: &api.Response_GetAcl{GetAcl: &api.GetACLResponse{Acl: api.ACLToAPI(acl), Stat: api.StatToAPI(st)}}}
 	case *api.Request_GetAllChildrenNumber:
 		n, err := v.GetAllChildrenNumber(op.GetAllChildrenNumber.Path, ids)
 		if err != nil {
@@ -357,10 +357,10 @@ func (c *conn) multiRead(v *fsm.View, m *api.MultiReadRequest, ids []fsm.Id) *ap
 		switch o := op.Op.(type) {
 		case *api.MultiReadOp_GetData:
 			data, st, err := v.GetData(o.GetData.Path, ids)
-			res.Err, res.Data, res.NullData, res.Stat = int32(fsm.CodeOf(err)), data, data == nil && err == nil, statToAPI(st)
+			res.Err, res.Data, res.NullData, res.Stat = int32(fsm.CodeOf(err)), data, data == nil && err == nil, api.StatToAPI(st)
 		case *api.MultiReadOp_GetChildren:
 			kids, st, err := v.GetChildren(o.GetChildren.Path, ids)
-			res.Err, res.Children, res.Stat = int32(fsm.CodeOf(err)), kids, statToAPI(st)
+			res.Err, res.Children, res.Stat = int32(fsm.CodeOf(err)), kids, api.StatToAPI(st)
 		default:
 			res.Err = int32(fsm.Unimplemented)
 		}
@@ -381,32 +381,6 @@ func (c *conn) authenticate(a *api.AuthRequest) *api.Response {
 		return &api.Response{Result: &api.Response_Empty{Empty: &api.Empty{}}}
 	}
 	return &api.Response{Err: int32(fsm.AuthFailed)}
-}
-
-func statToAPI(s fsm.Stat) *api.Stat {
-	return &api.Stat{Czxid: s.Czxid, Mzxid: s.Mzxid, Ctime: s.Ctime, Mtime: s.Mtime, Version: s.Version,
-		Cversion: s.Cversion, Aversion: s.Aversion, EphemeralOwner: s.EphemeralOwner, DataLength: s.DataLength,
-		NumChildren: s.NumChildren, Pzxid: s.Pzxid}
-}
-
-func aclFromAPI(in []*api.ACL) []fsm.ACL {
-	out := make([]fsm.ACL, 0, len(in))
-	for _, a := range in {
-		if a == nil || a.Id == nil {
-			out = append(out, fsm.ACL{Perms: fsm.Perm(a.GetPerms())}) // FixupACL rejects it
-			continue
-		}
-		out = append(out, fsm.ACL{Perms: fsm.Perm(a.Perms), ID: fsm.Id{Scheme: a.Id.Scheme, ID: a.Id.Id}})
-	}
-	return out
-}
-
-func aclToAPI(in []fsm.ACL) []*api.ACL {
-	out := make([]*api.ACL, len(in))
-	for i, a := range in {
-		out[i] = &api.ACL{Perms: int32(a.Perms), Id: &api.Id{Scheme: a.ID.Scheme, Id: a.ID.ID}}
-	}
-	return out
 }
 
 func sessionHex(id int64) string { return fmt.Sprintf("0x%x", id) }

@@ -273,7 +273,7 @@ func (zc *zkConn) translate(h zk.RequestHeader, body zk.Record, decodeErr error)
 	case *zk.GetACLRequest:
 		req.Op = &api.Request_GetAcl{GetAcl: &api.GetACLRequest{Path: b.Path}}
 	case *zk.SetACLRequest:
-		req.Op = &api.Request_SetAcl{SetAcl: &api.SetACLRequest{Path: b.Path, Acl: aclToAPI(b.ACL), Version: b.Version}}
+		req.Op = &api.Request_SetAcl{SetAcl: &api.SetACLRequest{Path: b.Path, Acl: api.ACLToAPI(b.ACL), Version: b.Version}}
 	case *zk.GetChildrenRequest:
 		req.Op = &api.Request_GetChildren{GetChildren: &api.GetChildrenRequest{Path: b.Path, Watch: b.Watch}}
 	case *zk.GetChildren2Request:
@@ -332,7 +332,7 @@ func (zc *zkConn) translate(h zk.RequestHeader, body zk.Record, decodeErr error)
 }
 
 func createToAPI(path string, data []byte, acl []fsm.ACL, mode fsm.CreateMode, ttl int64) *api.CreateRequest {
-	return &api.CreateRequest{Path: path, Data: data, NullData: data == nil, Acl: aclToAPI(acl), Mode: int32(mode), Ttl: ttl}
+	return &api.CreateRequest{Path: path, Data: data, NullData: data == nil, Acl: api.ACLToAPI(acl), Mode: int32(mode), Ttl: ttl}
 }
 
 func multiOpToAPI(op zk.MultiOp) *api.MultiOp {
@@ -443,9 +443,9 @@ func (zc *zkConn) encodeReply(dst []byte, p zkPending, r *api.Response) []byte {
 	case zk.OpCreate:
 		body = &zk.CreateResponse{Path: r.GetCreate().GetPath()}
 	case zk.OpCreate2, zk.OpCreateContainer, zk.OpCreateTTL:
-		body = &zk.Create2Response{Path: r.GetCreate().GetPath(), Stat: statFromAPI(r.GetCreate().GetStat())}
+		body = &zk.Create2Response{Path: r.GetCreate().GetPath(), Stat: api.StatFromAPI(r.GetCreate().GetStat())}
 	case zk.OpExists:
-		body = &zk.ExistsResponse{Stat: statFromAPI(r.GetStat().GetStat())}
+		body = &zk.ExistsResponse{Stat: api.StatFromAPI(r.GetStat().GetStat())}
 	case zk.OpGetData:
 		g := r.GetGetData()
 		data := g.GetData()
@@ -454,17 +454,17 @@ func (zc *zkConn) encodeReply(dst []byte, p zkPending, r *api.Response) []byte {
 		} else if data == nil {
 			data = []byte{}
 		}
-		body = &zk.GetDataResponse{Data: data, Stat: statFromAPI(g.GetStat())}
+		body = &zk.GetDataResponse{Data: data, Stat: api.StatFromAPI(g.GetStat())}
 	case zk.OpSetData:
-		body = &zk.SetDataResponse{Stat: statFromAPI(r.GetStat().GetStat())}
+		body = &zk.SetDataResponse{Stat: api.StatFromAPI(r.GetStat().GetStat())}
 	case zk.OpSetACL:
-		body = &zk.SetACLResponse{Stat: statFromAPI(r.GetStat().GetStat())}
+		body = &zk.SetACLResponse{Stat: api.StatFromAPI(r.GetStat().GetStat())}
 	case zk.OpGetACL:
-		body = &zk.GetACLResponse{ACL: aclFromAPI(r.GetGetAcl().GetAcl()), Stat: statFromAPI(r.GetGetAcl().GetStat())}
+		body = &zk.GetACLResponse{ACL: api.ACLFromAPI(r.GetGetAcl().GetAcl()), Stat: api.StatFromAPI(r.GetGetAcl().GetStat())}
 	case zk.OpGetChildren:
 		body = &zk.GetChildrenResponse{Children: nonNil(r.GetGetChildren().GetChildren())}
 	case zk.OpGetChildren2:
-		body = &zk.GetChildren2Response{Children: nonNil(r.GetGetChildren().GetChildren()), Stat: statFromAPI(r.GetGetChildren().GetStat())}
+		body = &zk.GetChildren2Response{Children: nonNil(r.GetGetChildren().GetChildren()), Stat: api.StatFromAPI(r.GetGetChildren().GetStat())}
 	case zk.OpSync:
 		body = &zk.SyncResponse{Path: r.GetSync().GetPath()}
 	case zk.OpGetAllChildrenNumber:
@@ -498,9 +498,9 @@ func multiReply(p zkPending, m *api.MultiResponse) *zk.MultiResponse {
 			case zk.OpCreate:
 				res = zk.MultiResult{Type: zk.OpCreate, Path: r.Path}
 			case zk.OpCreate2, zk.OpCreateContainer, zk.OpCreateTTL:
-				res = zk.MultiResult{Type: zk.OpCreate2, Path: r.Path, Stat: statFromAPI(r.Stat)}
+				res = zk.MultiResult{Type: zk.OpCreate2, Path: r.Path, Stat: api.StatFromAPI(r.Stat)}
 			case zk.OpSetData:
-				res = zk.MultiResult{Type: zk.OpSetData, Stat: statFromAPI(r.Stat)}
+				res = zk.MultiResult{Type: zk.OpSetData, Stat: api.StatFromAPI(r.Stat)}
 			default:
 				res = zk.MultiResult{Type: op}
 			}
@@ -527,7 +527,7 @@ func multiReadReply(p zkPending, m *api.MultiReadResponse) *zk.MultiResponse {
 		} else if data == nil {
 			data = []byte{}
 		}
-		out.Results[i] = zk.MultiResult{Type: zk.OpGetData, Data: data, Stat: statFromAPI(r.Stat)}
+		out.Results[i] = zk.MultiResult{Type: zk.OpGetData, Data: data, Stat: api.StatFromAPI(r.Stat)}
 	}
 	return out
 }
@@ -537,13 +537,4 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
-}
-
-func statFromAPI(s *api.Stat) fsm.Stat {
-	if s == nil {
-		return fsm.Stat{}
-	}
-	return fsm.Stat{Czxid: s.Czxid, Mzxid: s.Mzxid, Ctime: s.Ctime, Mtime: s.Mtime, Version: s.Version,
-		Cversion: s.Cversion, Aversion: s.Aversion, EphemeralOwner: s.EphemeralOwner, DataLength: s.DataLength,
-		NumChildren: s.NumChildren, Pzxid: s.Pzxid}
 }
