@@ -28,14 +28,16 @@ func TestConnectionLimits(t *testing.T) {
 		}
 		held = append(held, c)
 	}
-	extra, err := dialPlain(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer extra.Close()
-	extra.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if b, err := io.ReadAll(extra); err != nil || len(b) != 0 {
-		t.Fatalf("a sixth connection from one address: read %q, %v; want it closed at once", b, err)
+	// The server may close the sixth connection so fast that the dial
+	// itself already fails (ZooKeeper: "connect: broken pipe").
+	if extra, err := dialPlain(addr); err == nil {
+		defer extra.Close()
+		extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if b, err := io.ReadAll(extra); err != nil || len(b) != 0 {
+			t.Fatalf("a sixth connection from one address: read %q, %v; want it closed at once", b, err)
+		}
+	} else {
+		t.Logf("the sixth connection was closed while dialing: %v", err)
 	}
 	// The five keep working.
 	for i, c := range held {
