@@ -26,6 +26,22 @@ func heapInUse() uint64 {
 	return ms.HeapInuse
 }
 
+// waitThrottled waits until s stops reading a flooding connection, lets
+// what is still moving settle, and returns how far the heap grew since
+// before.
+func waitThrottled(t *testing.T, s *Server, before uint64) int64 {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for testutil.ToFloat64(s.metrics.throttled) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the server never stopped reading the flooding connection")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	return int64(heapInUse()) - int64(before)
+}
+
 // A session that pipelines requests and never reads the replies makes the
 // server stop reading it once its queue is full, instead of reading on and
 // holding every reply (about 800 B each before): the server's heap stays
@@ -56,15 +72,7 @@ func TestUnreadRepliesAreBounded(t *testing.T) {
 			break
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for testutil.ToFloat64(s.metrics.throttled) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the server never stopped reading the flooding connection")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond) // let anything still moving settle
-	grown := int64(heapInUse()) - int64(before)
+	grown := waitThrottled(t, s, before)
 	t.Logf("heap grew by %.1f MiB with %d of %d requests written and their replies unread", float64(grown)/(1<<20), written/(len(frames)/n), n)
 	if grown > 48<<20 {
 		t.Errorf("the server's heap grew by %d MiB while a client did not read its replies; want it bounded (< 48 MiB)", grown>>20)
@@ -95,7 +103,7 @@ func TestUnreadRepliesAreBounded(t *testing.T) {
 			t.Fatalf("reply %d: xid %d err %v (%v)", i, h.Xid, h.Err, err)
 		}
 	}
-	deadline = time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
 	for testutil.ToFloat64(s.metrics.throttled) != 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -129,15 +137,7 @@ func TestUnreadRepliesAreBoundedOverGRPC(t *testing.T) {
 			sent = i
 		}
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for testutil.ToFloat64(s.metrics.throttled) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the server never stopped reading the flooding stream")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond)
-	grown := int64(heapInUse()) - int64(before)
+	grown := waitThrottled(t, s, before)
 	t.Logf("heap grew by %.1f MiB with a gRPC session's replies unread", float64(grown)/(1<<20))
 	if grown > 48<<20 {
 		t.Errorf("the server's heap grew by %d MiB while a gRPC client did not read its replies", grown>>20)
