@@ -26,6 +26,8 @@ const (
 	schemeAuth   = "auth"
 	schemeDigest = "digest"
 	schemeIP     = "ip"
+	schemeSASL   = "sasl"
+	schemeX509   = "x509"
 	schemeSuper  = "super"
 	idAnyone     = "anyone"
 )
@@ -187,6 +189,14 @@ func FixupACL(acl []ACL, ids []Id) ([]ACL, error) {
 			}
 		case schemeIP:
 			if !validIPACL(a.ID.ID) {
+				return nil, errf(InvalidACL, "", "")
+			}
+		case schemeSASL, schemeX509:
+			// The identity of a SASL login or of a TLS client
+			// certificate's subject (ZooKeeper with its SASL or x509
+			// provider; coord always has both, so the answer never depends
+			// on a server's settings).
+			if a.ID.ID == "" {
 				return nil, errf(InvalidACL, "", "")
 			}
 		default:

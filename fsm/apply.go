@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"bytes"
 	"strings"
 )
 
@@ -16,10 +15,15 @@ type txn struct {
 	zxid     int64
 	cmd      *Command
 	triggers []Trigger
+	// quotaBase, during a multi, is the state before it: quota checks
+	// read their stats there (checkQuota).
+	quotaBase *state
 }
 
-func (t *txn) fire(path string, typ EventType) {
-	t.triggers = append(t.triggers, Trigger{Path: path, Type: typ, Zxid: t.zxid})
+// fire records a trigger; acl is the node's (or, for a child change, the
+// parent's) that decides who is told.
+func (t *txn) fire(path string, typ EventType, acl *aclList) {
+	t.triggers = append(t.triggers, Trigger{Path: path, Type: typ, Zxid: t.zxid, ACL: acl.acls})
 }
 
 func (t *txn) createSession() (int64, error) {
@@ -81,6 +85,8 @@ func (t *txn) multi() ([]OpResult, error) {
 	ops := t.cmd.Ops
 	results := make([]OpResult, len(ops))
 	saved := *t.s
+	t.quotaBase = &saved
+	defer func() { t.quotaBase = nil }()
 	t.f.freezeLocked()
 	t.f.dirty = true // the multi is a change a cached view does not show
 	t.g = t.f.gen
@@ -126,6 +132,12 @@ func (t *txn) op(op *Op) (OpResult, error) {
 		err = t.check(op)
 	case CmdDeleteContainer:
 		err = t.deleteContainer(op)
+	case CmdSetConfig:
+		if t.cmd.Type != CmdSetConfig { // never inside a multi
+			err = &Error{Code: BadArguments, Op: op.Type.String(), Path: op.Path}
+			break
+		}
+		r.Stat, err = t.setConfig(op)
 	default:
 		err = &Error{Code: Unimplemented, Op: op.Type.String(), Path: op.Path}
 	}
@@ -174,6 +186,9 @@ func (t *txn) create(op *Op) (string, Stat, error) {
 	if kind, _ := KindOfOwner(parent.owner); kind == OwnerSession {
 		return fail(NoChildrenForEphemerals, path)
 	}
+	if err := t.checkQuota("create", path, int64(len(op.Data)), 1); err != nil {
+		return "", Stat{}, err
+	}
 
 	var owner int64
 	switch {
@@ -185,10 +200,11 @@ func (t *txn) create(op *Op) (string, Stat, error) {
 		owner = t.cmd.Session
 	}
 	n := &znode{
-		gen: t.g, data: bytes.Clone(op.Data), acl: t.f.acls.intern(acl),
+		gen: t.g, acl: t.f.acls.intern(acl),
 		czxid: t.zxid, mzxid: t.zxid, pzxid: t.zxid,
 		ctime: t.cmd.Time, mtime: t.cmd.Time, owner: owner,
 	}
+	n.setData(op.Data)
 	p := t.s.mutLookup(t.g, parentPath)
 	p.cversion++
 	p.pzxid = t.zxid
@@ -210,8 +226,8 @@ func (t *txn) create(op *Op) (string, Stat, error) {
 		t.quotaStatsCreated(parentPath)
 	}
 	t.quotaChanged(path, int64(len(n.data)), 1)
-	t.fire(path, EventNodeCreated)
-	t.fire(parentPath, EventNodeChildrenChanged)
+	t.fire(path, EventNodeCreated, n.acl)
+	t.fire(parentPath, EventNodeChildrenChanged, p.acl)
 	return path, st, nil
 }
 
@@ -298,8 +314,8 @@ func (t *txn) removeNode(path string) {
 			t.s.sessions.Set(t.g, n.owner, sess)
 		}
 	}
-	t.fire(path, EventNodeDeleted)
-	t.fire(parentPath, EventNodeChildrenChanged)
+	t.fire(path, EventNodeDeleted, n.acl)
+	t.fire(parentPath, EventNodeChildrenChanged, p.acl)
 }
 
 // nextVersion is ZooKeeper's checkAndIncVersion increment: it skips -1,
@@ -322,18 +338,22 @@ func (t *txn) setData(op *Op) (Stat, error) {
 	if !n.acl.check(PermWrite, t.cmd.Auth) {
 		return Stat{}, errf(NoAuth, "setData", op.Path)
 	}
+	// ZooKeeper checks the quota before the version.
+	if err := t.checkQuota("setData", op.Path, int64(len(op.Data)-len(n.data)), 0); err != nil {
+		return Stat{}, err
+	}
 	if op.Version != -1 && op.Version != n.version {
 		return Stat{}, errf(BadVersion, "setData", op.Path)
 	}
 	old := len(n.data)
 	n = t.s.mutLookup(t.g, op.Path)
-	n.data = bytes.Clone(op.Data)
+	n.setData(op.Data)
 	n.version = nextVersion(n.version)
 	n.mtime = t.cmd.Time
 	n.mzxid = t.zxid
 	st := n.stat()
 	t.quotaChanged(op.Path, int64(len(n.data)-old), 0)
-	t.fire(op.Path, EventNodeDataChanged)
+	t.fire(op.Path, EventNodeDataChanged, n.acl)
 	return st, nil
 }
 

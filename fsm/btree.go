@@ -161,12 +161,14 @@ func (n *bnode[K, V]) mutKid(g uint64, i int) *bnode[K, V] {
 func (n *bnode[K, V]) split(g uint64, i int) (bitem[K, V], *bnode[K, V]) {
 	mid := n.items[i]
 	right := &bnode[K, V]{gen: g, items: slices.Clone(n.items[i+1:])}
-	clear(n.items[i:])
-	n.items = n.items[:i]
+	// n keeps a copy of its half, not the full node's array: when keys
+	// arrive in ascending order (sequential nodes, or names made in order)
+	// the left half never grows again, and the full array would keep twice
+	// the memory its items need for good.
+	n.items = slices.Clone(n.items[:i])
 	if n.kids != nil {
 		right.kids = slices.Clone(n.kids[i+1:])
-		clear(n.kids[i+1:])
-		n.kids = n.kids[:i+1]
+		n.kids = slices.Clone(n.kids[:i+1])
 	}
 	return mid, right
 }

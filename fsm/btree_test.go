@@ -4,6 +4,7 @@ import (
 	"math/rand"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 // checkBtree verifies the B-tree invariants and returns the keys in order.
@@ -145,5 +146,36 @@ func TestBtreeAscendStops(t *testing.T) {
 	bt.Ascend(func(k, _ int) bool { seen = append(seen, k); return k < 99 })
 	if len(seen) != 100 || seen[99] != 99 {
 		t.Fatalf("ascend visited %d keys", len(seen))
+	}
+}
+
+// TestZnodeSizeClass keeps a znode within the 112-byte allocation class:
+// one more field would move every znode of a large tree to 128 bytes.
+func TestZnodeSizeClass(t *testing.T) {
+	if s := unsafe.Sizeof(znode{}); s > 112 {
+		t.Fatalf("a znode takes %d bytes, more than the 112-byte size class", s)
+	}
+}
+
+// TestBtreeAscendingFill: keys inserted in ascending order leave the left
+// half of every split with an array of its own size, not the full node's.
+func TestBtreeAscendingFill(t *testing.T) {
+	var bt btree[int, int]
+	for i := 0; i < 10000; i++ {
+		bt.Set(1, i, i)
+	}
+	checkBtree(t, &bt)
+	var items, capacity int
+	var walk func(n *bnode[int, int])
+	walk = func(n *bnode[int, int]) {
+		items += len(n.items)
+		capacity += cap(n.items)
+		for _, k := range n.kids {
+			walk(k)
+		}
+	}
+	walk(bt.root)
+	if float64(capacity) > 1.3*float64(items) {
+		t.Fatalf("%d items in arrays of %d: ascending inserts leave half-empty arrays", items, capacity)
 	}
 }

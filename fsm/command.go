@@ -22,13 +22,19 @@ const (
 	CmdMulti           CmdType = 8  // Ops, all or nothing
 	CmdDeleteContainer CmdType = 9  // leader duty: remove an empty container or an expired TTL node
 	CmdAttachSession   CmdType = 10 // the session moved to the connection Owner
-	cmdTypeEnd         CmdType = 11
+	// CmdSetConfig replaces the membership text of /zookeeper/config
+	// (Op.Data, the server.N lines); apply appends version=<zxid in hex>.
+	// Op.TTL carries the expected config version (-1: any), reconfig's
+	// fromConfig. Proposed by servers only, never taken from a client.
+	CmdSetConfig CmdType = 11
+	cmdTypeEnd   CmdType = 12
 )
 
 var cmdNames = [...]string{
 	CmdCreateSession: "createSession", CmdCloseSession: "closeSession", CmdCreate: "create",
 	CmdDelete: "delete", CmdSetData: "setData", CmdSetACL: "setACL", CmdCheck: "check",
 	CmdMulti: "multi", CmdDeleteContainer: "deleteContainer", CmdAttachSession: "attachSession",
+	CmdSetConfig: "reconfig",
 }
 
 func (t CmdType) String() string {
@@ -65,6 +71,13 @@ type Command struct {
 	// Timeout (ms, already negotiated) and Password of CmdCreateSession.
 	Timeout  int32
 	Password []byte
+	// EnforceQuota makes apply refuse, with QuotaExceeded, a create or
+	// setData (alone or in a multi) that would pass a hard quota limit
+	// (quota.go). The leader stamps it from its own setting when it
+	// proposes the command, as it stamps Time, so that every server
+	// replaying the entry reaches the same verdict whatever its own
+	// setting.
+	EnforceQuota bool
 }
 
 // Op is one znode operation. Which fields matter depends on the type.
@@ -82,9 +95,20 @@ type Op struct {
 // newer server keeps decoding the older versions it knows. Format 2 is
 // format 1 with the owner string after the session; a command without an
 // owner is still written in format 1, so each command has one encoding.
+// Format 3 is format 2 with a uvarint of flags after the owner (which may
+// then be empty), written only when a flag is set: a command without flags
+// is encoded as before, and entries written before flags existed decode
+// with none (EnforceQuota false).
 const (
 	commandFormat      = 1
 	commandFormatOwner = 2
+	commandFormatFlags = 3
+)
+
+// Command flags (format 3).
+const (
+	flagEnforceQuota = 1 << 0
+	knownFlags       = flagEnforceQuota
 )
 
 // minOpBytes is the shortest encoded op: seven one-byte fields.
@@ -95,7 +119,8 @@ var ErrDecode = errors.New("fsm: malformed command")
 
 // Encode appends the binary form of c to dst.
 //
-// Layout (format 1): version byte, type byte, varint time, varint session,
+// Layout (format 1; formats 2 and 3 add fields after the session, see
+// commandFormat): version byte, type byte, varint time, varint session,
 // uvarint #auth then (scheme, id) strings, then by type: createSession:
 // varint timeout, bytes password; multi: uvarint #ops then ops; closeSession:
 // nothing; others: one op. An op is: type byte, path, data (nullable: 0 for
@@ -103,15 +128,25 @@ var ErrDecode = errors.New("fsm: malformed command")
 // (uvarint perms, scheme, id), uvarint mode, varint ttl, varint version.
 // Strings and byte strings are a uvarint length and the bytes.
 func (c *Command) Encode(dst []byte) []byte {
+	var flags uint64
+	if c.EnforceQuota {
+		flags |= flagEnforceQuota
+	}
 	format := byte(commandFormat)
-	if c.Owner != "" {
+	switch {
+	case flags != 0:
+		format = commandFormatFlags
+	case c.Owner != "":
 		format = commandFormatOwner
 	}
 	dst = append(dst, format, byte(c.Type))
 	dst = binary.AppendVarint(dst, c.Time)
 	dst = binary.AppendVarint(dst, c.Session)
-	if c.Owner != "" {
+	if format != commandFormat {
 		dst = appendString(dst, c.Owner)
+	}
+	if format == commandFormatFlags {
+		dst = binary.AppendUvarint(dst, flags)
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(c.Auth)))
 	for _, id := range c.Auth {
@@ -178,16 +213,26 @@ func DecodeCommand(buf []byte) (*Command, error) {
 	d := decoder{buf: buf}
 	c := &Command{}
 	format := d.byte()
-	if d.err == nil && format != commandFormat && format != commandFormatOwner {
+	if d.err == nil && format != commandFormat && format != commandFormatOwner && format != commandFormatFlags {
 		return nil, fmt.Errorf("%w: unknown format version %d", ErrDecode, format)
 	}
 	c.Type = CmdType(d.byte())
 	c.Time = d.varint()
 	c.Session = d.varint()
-	if format == commandFormatOwner {
+	switch format {
+	case commandFormatOwner:
 		if c.Owner = d.string(); d.err == nil && c.Owner == "" {
 			return nil, fmt.Errorf("%w: format %d without an owner", ErrDecode, format)
 		}
+	case commandFormatFlags:
+		c.Owner = d.string()
+		flags := d.uvarint()
+		if d.err == nil && (flags == 0 || flags&^knownFlags != 0) {
+			// No flags is format 1 or 2; an unknown flag would change
+			// apply in a way this server cannot follow.
+			return nil, fmt.Errorf("%w: format %d with flags %#x (known: %#x, at least one)", ErrDecode, format, flags, knownFlags)
+		}
+		c.EnforceQuota = flags&flagEnforceQuota != 0
 	}
 	if n := d.count(2); n > 0 {
 		c.Auth = make([]Id, n)
@@ -207,7 +252,7 @@ func DecodeCommand(buf []byte) (*Command, error) {
 				d.op(&c.Ops[i])
 			}
 		}
-	case CmdCreate, CmdDelete, CmdSetData, CmdSetACL, CmdCheck, CmdDeleteContainer:
+	case CmdCreate, CmdDelete, CmdSetData, CmdSetACL, CmdCheck, CmdDeleteContainer, CmdSetConfig:
 		d.op(&c.Op)
 		if d.err == nil && c.Op.Type != c.Type {
 			return nil, fmt.Errorf("%w: %v command carries a %v op", ErrDecode, c.Type, c.Op.Type)

@@ -23,6 +23,8 @@ func sampleCommands() []Command {
 		{Type: CmdCloseSession, Session: math.MinInt64, Time: math.MaxInt64},
 		{Type: CmdAttachSession, Time: 9, Session: sid, Owner: "s2/17"},
 		{Type: CmdSetData, Session: sid, Owner: "s1/1", Op: Op{Type: CmdSetData, Path: "/a", Version: -1}},
+		{Type: CmdSetData, Session: sid, Owner: "s1/1", EnforceQuota: true, Op: Op{Type: CmdSetData, Path: "/a", Data: []byte("q"), Version: -1}},
+		{Type: CmdCreate, EnforceQuota: true, Op: Op{Type: CmdCreate, Path: "/q/a", ACL: OpenACLUnsafe}},
 		{Type: CmdCreate, Time: 1 << 62, Session: sid, Auth: []Id{digAlice, {Scheme: "ip", ID: "10.0.0.1"}},
 			Op: Op{Type: CmdCreate, Path: "/a", Data: []byte("x"), ACL: OpenACLUnsafe, Mode: ModeEphemeralSequential}},
 		{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/t/", Data: []byte{}, Mode: ModePersistentSequentialTTL, TTL: MaxTTL,
@@ -49,6 +51,7 @@ func sampleCommands() []Command {
 			{Type: 200, Path: "/unknown op type", Data: []byte{}},
 		}},
 		{Type: CmdDeleteContainer, Time: 99, Op: Op{Type: CmdDeleteContainer, Path: "/c"}},
+		{Type: CmdSetConfig, Time: 99, Op: Op{Type: CmdSetConfig, Path: "/zookeeper/config", Data: []byte("server.1=a:1:2:participant\n"), TTL: -1}},
 	}
 }
 
@@ -146,9 +149,11 @@ func TestDecodeCommandErrors(t *testing.T) {
 		{"empty", []byte{}, ""},
 		{"format only", []byte{commandFormat}, ""},
 		{"format 0", cfCat([]byte{0}, valid[1:]), "unknown format version 0"},
-		{"format 3", cfCat([]byte{3}, valid[1:]), "unknown format version 3"},
+		{"format 4", cfCat([]byte{4}, valid[1:]), "unknown format version 4"},
+		{"format 3 without flags", cfCat([]byte{3, byte(CmdCloseSession), 0, 0}, cfUv(0), cfUv(0)), "with flags 0"},
+		{"format 3 with an unknown flag", cfCat([]byte{3, byte(CmdCloseSession), 0, 0}, cfUv(0), cfUv(2)), "with flags 0x2"},
 		{"type 0", cfHead(0), "unknown command type 0"},
-		{"type 11", cfHead(11), "unknown command type 11"},
+		{"type 12", cfHead(12), "unknown command type 12"},
 		{"format 2 without an owner", cfCat([]byte{2, byte(CmdCloseSession), 0, 0}, cfUv(0)), "without an owner"},
 		{"type 255", cfCat(cfHead(255), valid[5:]), "unknown command type 255"},
 		{"op of another type", cfCat(cfHead(CmdCreate), valid[5:]), "carries a check op"},

@@ -94,7 +94,7 @@ func (f *FSM) Apply(term uint64, c *Command) (Result, []Trigger) {
 		res.Err = t.attachSession()
 	case CmdMulti:
 		res.Multi, res.Err = t.multi()
-	case CmdCreate, CmdDelete, CmdSetData, CmdSetACL, CmdCheck, CmdDeleteContainer:
+	case CmdCreate, CmdDelete, CmdSetData, CmdSetACL, CmdCheck, CmdDeleteContainer, CmdSetConfig:
 		var r OpResult
 		r, res.Err = t.op(&c.Op)
 		res.Path, res.Stat = r.Path, r.Stat

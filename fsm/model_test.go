@@ -192,8 +192,8 @@ type refTxn struct {
 	triggers []Trigger
 }
 
-func (tx *refTxn) fire(p string, typ EventType) {
-	tx.triggers = append(tx.triggers, Trigger{Path: p, Type: typ, Zxid: tx.zxid})
+func (tx *refTxn) fire(p string, typ EventType, acl []ACL) {
+	tx.triggers = append(tx.triggers, Trigger{Path: p, Type: typ, Zxid: tx.zxid, ACL: acl})
 }
 
 func (m *refModel) apply(term uint64, c *Command) refResult {
@@ -470,8 +470,8 @@ func (tx *refTxn) create(op *Op) (string, Stat, Code) {
 	if isEph {
 		m.sessions[owner].eph[p] = true
 	}
-	tx.fire(p, EventNodeCreated)
-	tx.fire(parentPath, EventNodeChildrenChanged)
+	tx.fire(p, EventNodeCreated, n.acl)
+	tx.fire(parentPath, EventNodeChildrenChanged, parent.acl)
 	return p, n.stat(), OK
 }
 
@@ -516,8 +516,8 @@ func (tx *refTxn) remove(p string) {
 	if owner := n.st.EphemeralOwner; owner > 0 && m.sessions[owner] != nil {
 		delete(m.sessions[owner].eph, p)
 	}
-	tx.fire(p, EventNodeDeleted)
-	tx.fire(parentPath, EventNodeChildrenChanged)
+	tx.fire(p, EventNodeDeleted, n.acl)
+	tx.fire(parentPath, EventNodeChildrenChanged, parent.acl)
 }
 
 func (tx *refTxn) setData(op *Op) (Stat, Code) {
@@ -538,7 +538,7 @@ func (tx *refTxn) setData(op *Op) (Stat, Code) {
 	n.st.Version = refNextVersion(n.st.Version)
 	n.st.Mtime = tx.c.Time
 	n.st.Mzxid = tx.zxid
-	tx.fire(op.Path, EventNodeDataChanged)
+	tx.fire(op.Path, EventNodeDataChanged, n.acl)
 	return n.stat(), OK
 }
 
@@ -1046,7 +1046,7 @@ func normOp(o Op) Op {
 // slices as nil except Data, whose null and empty differ: DecodeCommand of
 // c.Encode(nil) must equal it.
 func normCommand(c *Command) Command {
-	n := Command{Type: c.Type, Time: c.Time, Session: c.Session, Auth: emptyToNil(c.Auth), Owner: c.Owner}
+	n := Command{Type: c.Type, Time: c.Time, Session: c.Session, Auth: emptyToNil(c.Auth), Owner: c.Owner, EnforceQuota: c.EnforceQuota}
 	switch c.Type {
 	case CmdCreateSession:
 		n.Timeout, n.Password = c.Timeout, emptyToNil(c.Password)

@@ -12,8 +12,21 @@ import (
 // subtree (P included): counted in full when the stats node is created,
 // then changed by every create, delete and setData whose path lies under
 // the deepest P with a quota. The stats node's data changes in place (no
-// new version, mzxid or watch event). Limits are not enforced, as
-// ZooKeeper does not enforce them by default.
+// new version, mzxid or watch event).
+//
+// Hard limits are enforced only for a command the leader stamped with
+// EnforceQuota (ZooKeeper's zookeeper.enforceQuota, off by default), as
+// ZooKeeper 3.8's ZooKeeperServer.checkQuota: a create (count +1, bytes +
+// its data) or a setData (bytes + the growth of the node's data) under the
+// deepest P with a quota fails with QuotaExceeded if it would take the
+// stats past countHardLimit or byteHardLimit; soft limits (count, bytes)
+// are never refused; a byte check runs only for growth, so shrinking data
+// is always allowed. ZooKeeper checks before the log against the committed
+// stats; here the check runs at apply, against the stats as they are when
+// the command applies, except that each op of a multi is checked against
+// the stats before the multi, as ZooKeeper does (its earlier ops are not
+// committed yet when it checks the later ones), so a multi may pass a
+// limit by the sum of its ops, on both.
 const (
 	quotaLimitNode = "zookeeper_limits"
 	quotaStatNode  = "zookeeper_stats"
@@ -44,6 +57,51 @@ func (s *state) quotaPrefix(path string) string {
 		}
 		n, rest = c, tail
 	}
+}
+
+// checkQuota is ZooKeeper's checkQuota for a create or setData at path
+// that changes its quota's stats by dBytes and dCount: QuotaExceeded if
+// the command enforces quotas and a hard limit would be passed. A limits
+// or stats node that does not parse, or is missing, enforces nothing
+// (ZooKeeper logs the latter, and fails the request on the former).
+func (t *txn) checkQuota(op, path string, dBytes, dCount int64) error {
+	if !t.cmd.EnforceQuota {
+		return nil
+	}
+	s := t.s
+	if t.quotaBase != nil {
+		s = t.quotaBase
+	}
+	prefix := s.quotaPrefix(path)
+	if prefix == "" {
+		return nil
+	}
+	ln := s.lookup(quotaPath + prefix + "/" + quotaLimitNode)
+	if ln == nil {
+		return nil
+	}
+	limits, ok := parseStatsTrack(ln.data)
+	if !ok {
+		return nil
+	}
+	countHard, byteHard := limits.get("countHardLimit"), limits.get("byteHardLimit")
+	checkCount := dCount != 0 && countHard > -1
+	checkBytes := dBytes > 0 && byteHard > -1
+	if !checkCount && !checkBytes {
+		return nil
+	}
+	sn := s.lookup(quotaPath + prefix + "/" + quotaStatNode)
+	if sn == nil {
+		return nil
+	}
+	stats, ok := parseStatsTrack(sn.data)
+	if !ok {
+		return nil
+	}
+	if (checkCount && stats.get("count")+dCount > countHard) || (checkBytes && stats.get("bytes")+dBytes > byteHard) {
+		return errf(QuotaExceeded, op, path)
+	}
+	return nil
 }
 
 // quotaChanged records a change of dBytes bytes and dCount nodes at path
@@ -87,12 +145,12 @@ func (t *txn) updateQuotaStats(real string, change func(*statsTrack)) {
 	if n == nil {
 		return
 	}
-	st, ok := parseStatsTrack(string(n.data))
+	st, ok := parseStatsTrack(n.data)
 	if !ok {
 		return
 	}
 	change(&st)
-	t.s.mutLookup(t.g, p).data = []byte(st.String())
+	t.s.mutLookup(t.g, p).setData([]byte(st.String()))
 }
 
 // statsTrack is ZooKeeper's StatsTrack: key=value pairs, count and bytes

@@ -122,7 +122,7 @@ func (v *View) WriteTo(w io.Writer) (int64, error) {
 			int64(n.version), int64(n.cversion), int64(n.aversion)} {
 			b = binary.AppendVarint(b, x)
 		}
-		b = appendNullableBytes(b, n.data)
+		b = appendNullableBytes(b, n.bytes())
 		b = binary.AppendUvarint(b, uint64(n.kids.Len()))
 		sw.buf = b
 		sw.endRecord()
@@ -388,10 +388,11 @@ func (rb *restoreBuilder) node(prefix string, isRoot bool) (string, *znode, erro
 		}
 	}
 	n := &znode{
-		gen: rb.g, data: bytes.Clone(data), acl: rb.aclList[aclIdx],
+		gen: rb.g, acl: rb.aclList[aclIdx],
 		czxid: f[0], mzxid: f[1], pzxid: f[2], ctime: f[3], mtime: f[4], owner: f[5],
 		version: int32(f[6]), cversion: int32(f[7]), aversion: int32(f[8]),
 	}
+	n.setData(data)
 	rb.count++
 	switch kind, _ := KindOfOwner(n.owner); kind {
 	case OwnerContainer:

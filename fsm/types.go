@@ -41,4 +41,9 @@ type Trigger struct {
 	Path string
 	Type EventType
 	Zxid int64
+	// ACL decides who may be told (ZooKeeper since CVE-2024-23944): only a
+	// session whose identities have READ on it. It is the node's ACL at the
+	// change for the node's own events (a deleted node's last ACL), the
+	// parent's for NodeChildrenChanged. Shared, never to be modified.
+	ACL []ACL
 }

@@ -43,14 +43,27 @@ func (v *View) Exists(path string) (Stat, error) {
 
 // GetData returns the data and Stat of the node at path if ids may read it.
 func (v *View) GetData(path string, ids []Id) ([]byte, Stat, error) {
+	data, st, _, err := v.GetDataKind(path, ids)
+	return data, st, err
+}
+
+// GetDataKind is GetData that also answers the node's kind where Stat
+// cannot: its stored owner if it is a container or a TTL node
+// (ZooKeeper's EphemeralType encoding, which Stat shows as 0), else 0.
+func (v *View) GetDataKind(path string, ids []Id) ([]byte, Stat, int64, error) {
 	n, err := v.node("getData", path)
 	if err != nil {
-		return nil, Stat{}, err
+		return nil, Stat{}, 0, err
 	}
 	if !n.acl.check(PermRead, ids) {
-		return nil, Stat{}, errf(NoAuth, "getData", path)
+		return nil, Stat{}, 0, errf(NoAuth, "getData", path)
 	}
-	return n.data, n.stat(), nil
+	var kindOwner int64
+	switch kind, _ := KindOfOwner(n.owner); kind {
+	case OwnerContainer, OwnerTTL:
+		kindOwner = n.owner
+	}
+	return n.bytes(), n.stat(), kindOwner, nil
 }
 
 // GetChildren returns the names of the children of path, sorted, and the
