@@ -1,6 +1,9 @@
 package watch
 
-import "slices"
+import (
+	"math/bits"
+	"slices"
+)
 
 // The storage, laid out for memory: a server may hold hundreds of thousands
 // of watches, most of them one session's exists watch on one node of its
@@ -125,6 +128,7 @@ func (c *crowd) del(session int64) {
 type sessionIDs struct {
 	ids   []uint32 // a superset of the entries the session holds watches on
 	floor int      // len(ids) after the last sweep
+	held  int      // watches held, each kind once; kept only with maxPerSession
 }
 
 // kindsOf returns the kinds the session holds on entry e.
@@ -191,9 +195,29 @@ func (r *Registry) lookup(path string) (uint32, *entry) {
 	return id, &r.ents[id]
 }
 
-// add gives the session kinds k on path. r.mu is held.
-func (r *Registry) add(session int64, path string, k kind) {
+// add gives the session kinds k on path, or fails with ErrTooManyWatches
+// and changes nothing if that would take the session past maxPerSession.
+// r.mu is held.
+func (r *Registry) add(session int64, path string, k kind) error {
 	id, e := r.lookup(path)
+	var old kind
+	if e != nil {
+		old = r.kindsOf(e, session)
+	}
+	nk := k &^ old
+	if nk == 0 {
+		return nil
+	}
+	sp := r.sessions[session]
+	if r.maxPerSession > 0 {
+		held := 0
+		if sp != nil {
+			held = sp.held
+		}
+		if held+nkinds(nk) > r.maxPerSession {
+			return ErrTooManyWatches
+		}
+	}
 	if e == nil {
 		if n := len(r.freeEnts); n > 0 {
 			id = r.freeEnts[n-1]
@@ -206,11 +230,6 @@ func (r *Registry) add(session int64, path string, k kind) {
 		e.path = path
 		r.paths[path] = id
 	}
-	old := r.kindsOf(e, session)
-	nk := k &^ old
-	if nk == 0 {
-		return
-	}
 	switch {
 	case e.crowd != 0:
 		r.crowds[e.crowd-1].set(session, old|nk)
@@ -221,18 +240,35 @@ func (r *Registry) add(session int64, path string, k kind) {
 		r.crowds[e.crowd-1].set(session, nk)
 	}
 	r.account(e, nk, +1)
-	if old != 0 {
-		return
-	}
-	r.pairs++
-	sp := r.sessions[session]
 	if sp == nil {
 		sp = &sessionIDs{}
 		r.sessions[session] = sp
 	}
+	if r.maxPerSession > 0 {
+		sp.held += nkinds(nk)
+	}
+	if old != 0 {
+		return nil
+	}
+	r.pairs++
 	sp.ids = append(sp.ids, id)
 	if len(sp.ids) > 2*sp.floor+8 {
 		r.sweep(session, sp)
+	}
+	return nil
+}
+
+// nkinds is the number of kinds in k.
+func nkinds(k kind) int { return bits.OnesCount8(uint8(k)) }
+
+// released counts kinds k the session no longer holds, if the registry
+// counts them. r.mu is held.
+func (r *Registry) released(session int64, k kind) {
+	if r.maxPerSession == 0 {
+		return
+	}
+	if sp := r.sessions[session]; sp != nil {
+		sp.held -= nkinds(k)
 	}
 }
 
@@ -332,6 +368,7 @@ func (r *Registry) watching(session int64, sp *sessionIDs) bool {
 func (r *Registry) drop(session int64, id uint32, k, c kind) {
 	e := &r.ents[id]
 	r.account(e, c, -1)
+	r.released(session, c)
 	k &^= c
 	switch {
 	case e.crowd == 0:

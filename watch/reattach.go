@@ -1,6 +1,20 @@
 package watch
 
-import "coord/fsm"
+import (
+	"fmt"
+
+	"coord/fsm"
+)
+
+// LimitError is Reattach's error when the session's bound left Refused of
+// the Of watches it was given unregistered. It wraps ErrTooManyWatches.
+type LimitError struct{ Refused, Of int }
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%v: %d of %d watches not registered", ErrTooManyWatches, e.Refused, e.Of)
+}
+
+func (e *LimitError) Unwrap() error { return ErrTooManyWatches }
 
 // WatchSet is what a client re-registers when it re-attaches its session
 // (ZooKeeper's SetWatches and SetWatches2): the paths of its outstanding
@@ -35,12 +49,30 @@ type WatchSet struct {
 // as ZooKeeper does (the client's watchers survive the reconnection, so it
 // knows them already). On ErrViewTooOld nothing is registered and the caller
 // retries with a newer view.
+//
+// With a bound per session (NewLimited), the watches are registered in the
+// order the client listed them (a path's kinds together) while they fit;
+// the rest are not, and Reattach returns the events with an error wrapping
+// ErrTooManyWatches (a *LimitError) that counts them. A client can only list more than the
+// bound if a server with a higher bound accepted them, or by forging its
+// list.
 func (r *Registry) Reattach(v *fsm.View, session int64, relativeZxid int64, w WatchSet) ([]Event, error) {
 	var out []Event
 	synth := func(path string, typ fsm.EventType) {
 		out = append(out, Event{Session: session, Path: path, Type: typ, Zxid: NoZxid})
 	}
 	pending := make(map[string]kind)
+	type watchKind struct {
+		path string
+		k    kind
+	}
+	var order []watchKind // pending's watches in the client's order
+	want := func(p string, k kind) {
+		if pending[p]&k == 0 {
+			order = append(order, watchKind{p, k})
+		}
+		pending[p] |= k
+	}
 	for _, p := range w.DataWatches {
 		st, err := v.Exists(p)
 		switch {
@@ -49,14 +81,14 @@ func (r *Registry) Reattach(v *fsm.View, session int64, relativeZxid int64, w Wa
 		case st.Mzxid > relativeZxid:
 			synth(p, fsm.EventNodeDataChanged)
 		default:
-			pending[p] |= kData
+			want(p, kData)
 		}
 	}
 	for _, p := range w.ExistWatches {
 		if _, err := v.Exists(p); err == nil {
 			synth(p, fsm.EventNodeCreated)
 		} else {
-			pending[p] |= kData
+			want(p, kData)
 		}
 	}
 	for _, p := range w.ChildWatches {
@@ -67,15 +99,15 @@ func (r *Registry) Reattach(v *fsm.View, session int64, relativeZxid int64, w Wa
 		case st.Pzxid > relativeZxid:
 			synth(p, fsm.EventNodeChildrenChanged)
 		default:
-			pending[p] |= kChild
+			want(p, kChild)
 		}
 	}
 	for _, p := range w.PersistentWatches {
-		pending[p] |= kPersistent
+		want(p, kPersistent)
 	}
 	recursive := false
 	for _, p := range w.PersistentRecursiveWatches {
-		pending[p] |= kRecursive
+		want(p, kRecursive)
 		recursive = true
 	}
 
@@ -106,8 +138,14 @@ func (r *Registry) Reattach(v *fsm.View, session int64, relativeZxid int64, w Wa
 			out = append(out, Event{Session: session, Path: t.Path, Type: t.Type, Zxid: t.Zxid})
 		}
 	}
-	for p, k := range pending {
-		r.add(session, p, k)
+	refused := 0
+	for _, w := range order {
+		if pending[w.path]&w.k != 0 && r.add(session, w.path, w.k) != nil {
+			refused++
+		}
+	}
+	if refused > 0 {
+		return out, &LimitError{Refused: refused, Of: len(order)}
 	}
 	return out, nil
 }

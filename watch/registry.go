@@ -68,6 +68,9 @@ var (
 	// ErrViewTooOld: the registry no longer remembers every change made after
 	// the given view; read a newer view and try again.
 	ErrViewTooOld = errors.New("watch: view older than the trigger history")
+	// ErrTooManyWatches: the session already holds its limit of watches
+	// (NewLimited); the watch was not registered.
+	ErrTooManyWatches = errors.New("watch: the session holds its limit of watches")
 )
 
 // kind is a set of watch kinds one session holds on one path.
@@ -118,7 +121,10 @@ type Registry struct {
 	n          int // registered watches, each kind counted once
 	nrec       int // recursive watches
 	scratch    []int64
-	ws         []watcher // Trigger's copy of a path's watchers
+	// maxPerSession bounds the watches one session may hold (0: no
+	// bound); only then does sessionIDs.held count them.
+	maxPerSession int
+	ws            []watcher // Trigger's copy of a path's watchers
 
 	// The trigger history: a ring of the last historyLen triggers, in the
 	// order Trigger saw them.
@@ -137,27 +143,40 @@ func New() *Registry {
 	}
 }
 
+// NewLimited returns an empty registry in which one session may hold at
+// most maxPerSession watches (0: no bound, as New), each kind a session
+// holds on a path counted once, as Len counts them. A registration past the
+// bound fails with ErrTooManyWatches and registers nothing; registering a
+// watch the session already holds always succeeds. Keeping the count costs
+// Trigger a map lookup per fired one-shot watcher, so New leaves it off.
+func NewLimited(maxPerSession int) *Registry {
+	r := New()
+	r.maxPerSession = max(maxPerSession, 0)
+	return r
+}
+
 // AddData registers a one-shot data watch: the server calls it for getData
 // on an existing node, and for exists whether or not the node exists (so a
 // watch set on a missing node fires NodeCreated). It suits a caller that
 // registers in step with Trigger; a read served from a view uses
-// AddDataAsOf.
-func (r *Registry) AddData(session int64, path string) {
+// AddDataAsOf. It fails only with ErrTooManyWatches.
+func (r *Registry) AddData(session int64, path string) error {
 	r.mu.Lock()
-	r.add(session, path, kData)
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	return r.add(session, path, kData)
 }
 
 // AddChild registers a one-shot child watch (getChildren on an existing
-// node).
-func (r *Registry) AddChild(session int64, path string) {
+// node). It fails only with ErrTooManyWatches.
+func (r *Registry) AddChild(session int64, path string) error {
 	r.mu.Lock()
-	r.add(session, path, kChild)
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	return r.add(session, path, kChild)
 }
 
 // AddWatch registers a persistent (mode 0) or persistent-recursive (mode 1)
-// watch, as ZooKeeper's addWatch. It fires nothing at once.
+// watch, as ZooKeeper's addWatch. It fires nothing at once. It fails with
+// ErrBadMode or ErrTooManyWatches.
 func (r *Registry) AddWatch(session int64, path string, mode AddWatchMode) error {
 	var k kind
 	switch mode {
@@ -169,9 +188,8 @@ func (r *Registry) AddWatch(session int64, path string, mode AddWatchMode) error
 		return fmt.Errorf("%w: %d", ErrBadMode, int32(mode))
 	}
 	r.mu.Lock()
-	r.add(session, path, k)
-	r.mu.Unlock()
-	return nil
+	defer r.mu.Unlock()
+	return r.add(session, path, k)
 }
 
 // RemoveSession drops every watch of the session (its connection closed,

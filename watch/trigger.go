@@ -26,6 +26,7 @@ func (r *Registry) Trigger(t fsm.Trigger) []Event {
 			for _, w := range ws {
 				ids = append(ids, w.session)
 				r.account(e, w.kinds, -1)
+				r.released(w.session, w.kinds)
 			}
 			r.pairs -= len(ws)
 			r.free(id)
@@ -177,7 +178,8 @@ func (r *Registry) histAt(back int) *fsm.Trigger {
 // event it would have produced is returned instead: the caller sends it
 // right after the read's response (a client registers its watcher when the
 // response arrives and drops events for watchers it does not know yet).
-// ErrViewTooOld asks for the read to be retried on a newer view.
+// ErrViewTooOld asks for the read to be retried on a newer view;
+// ErrTooManyWatches says the watch was not registered.
 func (r *Registry) AddDataAsOf(session int64, path string, asOf int64) ([]Event, error) {
 	return r.addAsOf(session, path, kData, asOf)
 }
@@ -203,8 +205,7 @@ func (r *Registry) addAsOf(session int64, path string, k kind, asOf int64) ([]Ev
 			return []Event{{Session: session, Path: path, Type: t.Type, Zxid: t.Zxid}}, nil
 		}
 	}
-	r.add(session, path, k)
-	return nil, nil
+	return nil, r.add(session, path, k)
 }
 
 // MarkGap records that the state advanced through zxid without passing its
