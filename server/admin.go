@@ -1,13 +1,19 @@
 package server
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"coord/api"
+	"coord/fsm"
+	"coord/server/replica"
 )
 
 // adminService serves operators (coordctl) and the leader's catch-up checks.
@@ -18,17 +24,24 @@ type adminService struct {
 
 func (a *adminService) Status(ctx context.Context, _ *api.StatusRequest) (*api.StatusResponse, error) {
 	s := a.s
-	v := s.fsm.fsm.View()
+	v := s.rep.View()
 	addr, leaderID := s.raft.LeaderWithID()
-	s.mu.Lock()
-	sessions := s.tracker.Len()
-	s.mu.Unlock()
+	sessions := s.sess.Sessions()
 	return &api.StatusResponse{
 		Id: s.cfg.ID, Role: s.Role(), LeaderId: string(leaderID), LeaderAddr: string(addr),
-		Term: s.raft.CurrentTerm(), CommitIndex: s.raft.CommitIndex(), AppliedIndex: s.fsm.applied.Load(),
+		Term: s.raft.CurrentTerm(), CommitIndex: s.raft.CommitIndex(), AppliedIndex: s.rep.Applied(),
 		LastZxid: int64(v.LastZxid()), Znodes: int64(v.NodeCount()), Sessions: int64(sessions),
-		Watches: int64(s.watches.Len()),
+		Watches: int64(s.sess.Watches().Len()), UptimeMs: time.Since(s.started).Milliseconds(), DbBytes: s.dbBytes(),
 	}, nil
+}
+
+// dbBytes is the size of the raft log store's files (0 with stores handed
+// in).
+func (s *Server) dbBytes() int64 {
+	if s.cfg.Stores != nil {
+		return 0
+	}
+	return replica.LogStoreBytes(s.cfg.DataDir)
 }
 
 func (a *adminService) Members(ctx context.Context, _ *api.MembersRequest) (*api.MembersResponse, error) {
@@ -58,7 +71,7 @@ func (a *adminService) Members(ctx context.Context, _ *api.MembersRequest) (*api
 			alive, _ = s.gossip.isAlive(string(srv.ID))
 		}
 		resp.Members = append(resp.Members, &api.Member{Id: string(srv.ID), RaftAddr: string(srv.Address),
-			GrpcAddr: m.GRPCAddr, Role: role, Leader: srv.ID == leaderID, Alive: alive})
+			GrpcAddr: m.GRPCAddr, ZkAddr: m.ZKAddr, Role: role, Leader: srv.ID == leaderID, Alive: alive})
 	}
 	return resp, nil
 }
@@ -149,4 +162,82 @@ func (a *adminService) Snapshot(ctx context.Context, _ *api.SnapshotRequest) (*a
 	}
 	rc.Close()
 	return &api.SnapshotResponse{Index: meta.Index}, nil
+}
+
+// Sessions lists the session table, marking the sessions connected here.
+func (a *adminService) Sessions(ctx context.Context, _ *api.SessionsRequest) (*api.SessionsResponse, error) {
+	here := map[int64]bool{}
+	for _, c := range a.s.sess.Conns() {
+		here[c.ID()] = true
+	}
+	resp := &api.SessionsResponse{}
+	for _, info := range a.s.rep.View().Sessions() {
+		resp.Sessions = append(resp.Sessions, &api.SessionInfo{Id: info.ID, TimeoutMs: info.Timeout, Owner: info.Owner,
+			Ephemerals: int64(info.Ephemerals), ConnectedHere: here[info.ID]})
+	}
+	return resp, nil
+}
+
+// KillSession closes a session through the log, as its expiry does.
+func (a *adminService) KillSession(ctx context.Context, req *api.KillSessionRequest) (*api.KillSessionResponse, error) {
+	if _, ok := a.s.rep.View().Session(req.Id); !ok {
+		return nil, status.Errorf(codes.NotFound, "no session 0x%x", req.Id)
+	}
+	res, err := a.s.rep.Propose(ctx, &fsm.Command{Type: fsm.CmdCloseSession, Session: req.Id})
+	if err == nil {
+		err = res.Res.Err
+	}
+	if err != nil {
+		if fsm.CodeOf(err) == fsm.SessionExpired || fsm.CodeOf(err) == fsm.NoNode {
+			return nil, status.Errorf(codes.NotFound, "no session 0x%x", req.Id)
+		}
+		return nil, status.Errorf(codes.Unavailable, "closing session 0x%x: %v", req.Id, err)
+	}
+	return &api.KillSessionResponse{}, nil
+}
+
+// HashKV waits until this server has applied min_index and answers the
+// digest of its state with the index it is at. The view is taken under
+// the apply lock (so it and the index agree) and hashed outside it.
+func (a *adminService) HashKV(ctx context.Context, req *api.HashKVRequest) (*api.HashKVResponse, error) {
+	if err := a.s.rep.WaitApplied(ctx, req.MinIndex); err != nil {
+		return nil, status.Errorf(codes.DeadlineExceeded, "waiting to apply index %d: %v", req.MinIndex, err)
+	}
+	var v *fsm.View
+	var applied uint64
+	a.s.rep.Read(func(view *fsm.View) { v, applied = view, a.s.rep.Applied() })
+	d := v.Digest()
+	return &api.HashKVResponse{Id: a.s.cfg.ID, AppliedIndex: applied, LastZxid: int64(v.LastZxid()), Digest: d[:]}, nil
+}
+
+// SaveSnapshot streams this server's state in the format of its raft
+// snapshots (a uvarint applied index, then the state machine's stream).
+func (a *adminService) SaveSnapshot(_ *api.SaveSnapshotRequest, stream api.Admin_SaveSnapshotServer) error {
+	var v *fsm.View
+	var applied uint64
+	a.s.rep.Read(func(view *fsm.View) { v, applied = view, a.s.rep.Applied() })
+	w := bufio.NewWriterSize(&chunkWriter{stream: stream}, 1<<20)
+	if _, err := w.Write(binary.AppendUvarint(nil, applied)); err != nil {
+		return err
+	}
+	if _, err := v.WriteTo(w); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// chunkWriter sends what it is given as snapshot chunks.
+type chunkWriter struct{ stream api.Admin_SaveSnapshotServer }
+
+func (c *chunkWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		chunk := p[:min(len(p), 1<<20)]
+		if err := c.stream.Send(&api.SnapshotChunk{Data: chunk}); err != nil {
+			return n, err
+		}
+		n += len(chunk)
+		p = p[len(chunk):]
+	}
+	return n, nil
 }

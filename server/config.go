@@ -4,8 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/hashicorp/raft"
+
+	"coord/server/replica"
 	"coord/session"
 	"coord/zk"
 )
@@ -18,6 +26,14 @@ type Peer struct {
 	Observer bool
 }
 
+// Stores are the raft stores a server can be handed instead of its own
+// (Config.Stores): all three are required.
+type Stores struct {
+	Log       raft.LogStore
+	Stable    raft.StableStore
+	Snapshots raft.SnapshotStore
+}
+
 // Config configures one coord server. DefaultConfig fills every field a
 // single-node server needs; cmd/coord maps flags and the config file onto it.
 type Config struct {
@@ -25,6 +41,15 @@ type Config struct {
 	DataDir  string // raft log, stable store and snapshots live here
 	RaftAddr string // host:port for raft traffic (bind and advertise)
 	GRPCAddr string // host:port for the gRPC client, admin and internal services
+	// RaftAdvertise is the raft address the other servers reach this one
+	// at when it is not RaftAddr (a proxy in between): it is this server's
+	// address in the raft configuration. "" means RaftAddr.
+	RaftAdvertise string
+	// PeerSourceIP, if set, is the local IP this server's connections to the
+	// other servers (raft and server-to-server gRPC) are made from, so that
+	// a proxy in between can tell the servers apart by source address
+	// (jepsen's TCP proxy does). "" lets the kernel choose.
+	PeerSourceIP string
 	// Observer makes this server a raft non-voter: it replicates, serves
 	// reads and watches, and never votes.
 	Observer bool
@@ -44,7 +69,23 @@ type Config struct {
 	// ("" turns HTTP off).
 	HTTPAddr string
 	// GossipAddr is host:port for memberlist gossip ("" turns gossip off).
+	// GossipKey, 16, 24 or 32 bytes, encrypts gossip (memberlist's
+	// SecretKey, AES-GCM); every server needs the same key.
 	GossipAddr string
+	GossipKey  []byte
+	// TLSCert and TLSKey (PEM files) turn TLS on for every port: gRPC
+	// (clients, admin, server to server), raft's traffic, HTTP, and the
+	// ZooKeeper port, which then serves TLS and plaintext side by side
+	// (told apart by the first byte) unless TLSOnly. TLSCA (PEM) verifies
+	// the other servers' certificates and, when given, clients'
+	// certificates; TLSClientAuth requires clients to present one (mutual
+	// TLS). The files are read again when they change. SecureZKAddr is an
+	// extra ZooKeeper port that serves TLS only (ZooKeeper's
+	// secureClientPort).
+	TLSCert, TLSKey, TLSCA string
+	TLSClientAuth          bool
+	TLSOnly                bool
+	SecureZKAddr           string
 	// GossipJoin lists gossip addresses of members of an existing cluster;
 	// the server joins their gossip and the leader adds it to the cluster.
 	GossipJoin []string
@@ -55,6 +96,11 @@ type Config struct {
 	// voters are itself and the voter Peers. Start every initial voter with
 	// the same Peers and Bootstrap; a server with state ignores it.
 	Bootstrap bool
+	// Stores, when set, replaces the raft log, stable and snapshot stores
+	// the server otherwise keeps under DataDir (raft-boltdb and raft's file
+	// snapshot store): tests hand in raft's in-memory stores or stores that
+	// inject faults. DataDir still holds members.json.
+	Stores *Stores
 
 	// Tick is ZooKeeper's tickTime: sessions expire in tick-sized buckets and
 	// timeouts are negotiated into [MinSessionTimeout, MaxSessionTimeout].
@@ -72,6 +118,33 @@ type Config struct {
 	// least (2/3 - LeaderLossFraction) × its timeout before the majority
 	// can expire its session. Above 0 and below 2/3; default 1/3.
 	LeaderLossFraction float64
+	// ReadOnlyMode is ZooKeeper's readonlymode.enabled: a server that has
+	// not been serving (above) for max(2 s, Tick), as ZooKeeper's grace,
+	// still takes clients that accept a read-only server and serves them
+	// reads, refusing writes with NotReadOnly (sessions/readonly.go,
+	// leaderloss.go). Off by default, as in ZooKeeper.
+	ReadOnlyMode bool
+	// SuperDigest is ZooKeeper's superDigest
+	// (zookeeper.DigestAuthenticationProvider.superDigest): "user:hash",
+	// the digest id of a user and password (as `coordctl`, ZooKeeper's
+	// DigestAuthenticationProvider or ACL helpers print it). A session that
+	// authenticates with that user and password also holds the id super:
+	// and passes every ACL check. Empty: no superuser.
+	SuperDigest string
+	// DisableReconfig answers ZooKeeper's reconfig with ReconfigDisabled
+	// (ZooKeeper's reconfigEnabled=false). With reconfig on (the default),
+	// it still needs WRITE on /zookeeper/config, whose ACL lets only the
+	// superuser (SuperDigest) change it until the superuser grants more.
+	DisableReconfig bool
+	// SASLUsers are the users and passwords that may log in with SASL
+	// DIGEST-MD5 on the ZooKeeper port (ZooKeeper's JAAS Server section
+	// with DigestLoginModule; ReadSASLUsers reads that file). A session
+	// that logs in holds the id sasl:<user>. None: SASL is refused.
+	SASLUsers map[string]string
+	// AuditLog, if set, is a file the server appends its audit log to: a
+	// record per write and authentication of its clients (who, what,
+	// result), as ZooKeeper's audit.enable.
+	AuditLog string
 	// MaxClientConns bounds the client connections (ZooKeeper protocol
 	// connections and gRPC session streams) from one address, as
 	// ZooKeeper's maxClientCnxns (default 60; 0 for no limit): one more is
@@ -88,6 +161,20 @@ type Config struct {
 	// too); other connections are not affected.
 	MaxOutstanding int
 	MaxQueuedBytes int
+	// MaxWatchesPerSession bounds the watches one session may hold on
+	// this server, each kind (data, child, persistent, recursive) on a
+	// path counted once; 0 (the default, as ZooKeeper) for no bound. A
+	// read or addWatch that would pass it fails with QuotaExceeded and
+	// registers nothing; setWatches on re-attach registers those that fit
+	// and answers QuotaExceeded (sessions/limits.go). It is a per-server
+	// setting, like ZooKeeper's own limits: it never reaches the log.
+	MaxWatchesPerSession int
+	// EnforceQuota refuses, with QuotaExceeded, a create or setData that
+	// would pass a hard quota limit (zkCli.sh setquota -N or -B), as
+	// ZooKeeper's zookeeper.enforceQuota (off by default, as there). The
+	// leader's setting decides: it stamps each write with it, so set it
+	// alike on every server that may lead.
+	EnforceQuota bool
 	// MaxRequestBytes bounds one request message.
 	MaxRequestBytes int
 	// MaxDataBytes is the largest data a create or setData may carry
@@ -101,6 +188,23 @@ type Config struct {
 	// can catch up from the log rather than a snapshot).
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
+	// SnapshotLogBytes takes a snapshot once the log entries applied since
+	// the last one hold between half this many bytes and this many, drawn
+	// anew for each snapshot so that the servers of a cluster do not write
+	// theirs at the same moment, as ZooKeeper draws its snapCount, and at
+	// least a quarter of the last snapshot's size, so a tree of large
+	// values is not written again for every few megabytes of log (0: by
+	// SnapshotThreshold alone). One
+	// entry carries a batch of commands, so the entry count alone lets the
+	// log grow without bound under load. The log kept after a snapshot is
+	// then at most the entries since the previous snapshot (and at most
+	// TrailingLogs entries).
+	SnapshotLogBytes uint64
+	// LogStore is the raft log store under DataDir: "bolt" (raft-boltdb,
+	// raft.db) or "wal" (raft-wal, wal/); "" takes the one DataDir holds,
+	// else replica.DefaultLogStore. A directory keeps the store it was
+	// made with.
+	LogStore string
 	// RaftTimeout is raft's heartbeat and election timeout: how long
 	// followers wait for a silent leader before electing another, so it
 	// bounds failover. CommitTimeout is how soon an idle leader tells
@@ -151,6 +255,7 @@ func DefaultConfig() Config {
 		MaxDataBytes:           DefaultMaxDataBytes,
 		SnapshotThreshold:      100_000,
 		TrailingLogs:           50_000,
+		SnapshotLogBytes:       64 << 20,
 		RaftTimeout:            150 * time.Millisecond,
 		CommitTimeout:          2 * time.Millisecond,
 		SnapshotInterval:       10 * time.Second,
@@ -170,6 +275,10 @@ func (c *Config) Validate() error {
 		return errors.New("server: Config.RaftAddr must not be empty")
 	case c.GRPCAddr == "":
 		return errors.New("server: Config.GRPCAddr must not be empty")
+	case c.PeerSourceIP != "" && net.ParseIP(c.PeerSourceIP) == nil:
+		return fmt.Errorf("server: Config.PeerSourceIP %q is not an IP address", c.PeerSourceIP)
+	case c.LogStore != "" && !slices.Contains(replica.LogStoreKinds, c.LogStore):
+		return fmt.Errorf("server: Config.LogStore = %q, want one of %v (or empty)", c.LogStore, replica.LogStoreKinds)
 	case c.MaxOutstanding < 1:
 		return fmt.Errorf("server: Config.MaxOutstanding = %d, want >= 1", c.MaxOutstanding)
 	case c.MaxQueuedBytes < 1:
@@ -182,6 +291,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("server: Config.MaxDataBytes = %d, want 0 (the default, %d) to %d", c.MaxDataBytes, DefaultMaxDataBytes, 1<<30)
 	case !(c.LeaderLossFraction > 0 && c.LeaderLossFraction < 2.0/3):
 		return fmt.Errorf("server: Config.LeaderLossFraction = %v, want above 0 and below 2/3", c.LeaderLossFraction)
+	case c.MaxWatchesPerSession < 0:
+		return fmt.Errorf("server: Config.MaxWatchesPerSession = %d, want >= 0 (0: no limit)", c.MaxWatchesPerSession)
 	case c.MaxClientConns < 0:
 		return fmt.Errorf("server: Config.MaxClientConns = %d, want >= 0 (0: no limit)", c.MaxClientConns)
 	case c.HandshakeTimeout <= 0:
@@ -208,9 +319,53 @@ func (c *Config) Validate() error {
 	if c.Bootstrap && c.Observer {
 		return errors.New("server: Config.Bootstrap is for voters; an observer joins an existing cluster")
 	}
+	if d := c.SuperDigest; d != "" {
+		if user, hash, ok := strings.Cut(d, ":"); !ok || user == "" || hash == "" {
+			return fmt.Errorf("server: Config.SuperDigest %q: want user:base64-sha1 (the digest id of the superuser's user:password)", d)
+		}
+	}
+	if (c.TLSOnly || c.TLSClientAuth || c.SecureZKAddr != "" || c.TLSCA != "") && (c.TLSCert == "" || c.TLSKey == "") {
+		return errors.New("server: the TLS settings need Config.TLSCert and Config.TLSKey (-tls-cert, -tls-key)")
+	}
+	if n := len(c.GossipKey); n != 0 && n != 16 && n != 24 && n != 32 {
+		return fmt.Errorf("server: Config.GossipKey has %d bytes, want 16, 24 or 32", n)
+	}
+	if st := c.Stores; st != nil && (st.Log == nil || st.Stable == nil || st.Snapshots == nil) {
+		return errors.New("server: Config.Stores needs a Log, a Stable and a Snapshots store")
+	}
 	return nil
+}
+
+// raftAdvertise is the raft address the other servers reach this one at.
+func (c *Config) raftAdvertise() string {
+	if c.RaftAdvertise != "" {
+		return c.RaftAdvertise
+	}
+	return c.RaftAddr
 }
 
 func (c *Config) bounds() session.Bounds {
 	return session.Bounds{Tick: c.Tick, Min: c.MinSessionTimeout, Max: c.MaxSessionTimeout}
+}
+
+// jaasUser matches a DigestLoginModule user entry: user_<name>="<password>".
+var jaasUser = regexp.MustCompile(`user_([^\s=]+)\s*=\s*"((?:[^"\\]|\\.)*)"`)
+
+// ReadSASLUsers reads the users of SASL DIGEST-MD5 logins from a JAAS
+// configuration file as ZooKeeper's (its Server section with
+// org.apache.zookeeper.server.auth.DigestLoginModule and user_<name>="<password>"
+// entries), so a ZooKeeper deployment's file serves coord unchanged.
+func ReadSASLUsers(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("server: SASL users: %w", err)
+	}
+	users := map[string]string{}
+	for _, m := range jaasUser.FindAllStringSubmatch(string(b), -1) {
+		users[m[1]] = strings.ReplaceAll(strings.ReplaceAll(m[2], `\"`, `"`), `\\`, `\`)
+	}
+	if len(users) == 0 {
+		return nil, fmt.Errorf("server: SASL users: %s has no user_<name>=\"<password>\" entry", path)
+	}
+	return users, nil
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // diskLoop watches the free space of the data directory. Below
-// Config.MinFreeDisk the server refuses new writes with an error instead of
+// Config.MinFreeDisk (and never below the wal's next segment) the server refuses new writes with an error instead of
 // letting raft hit a full disk, where it could only crash; writes already
 // acknowledged are on disk and stay there. Writing resumes once space is
 // freed.
@@ -31,10 +31,13 @@ func (s *Server) checkDisk() {
 		return
 	}
 	free := st.Bavail * uint64(st.Bsize)
-	low := free < s.cfg.MinFreeDisk
-	if was := s.diskLow.Swap(low); was != low {
+	// A wal log store preallocates its next segment whole: below that much
+	// free space its next rotation would fail, whatever MinFreeDisk says.
+	need := max(s.cfg.MinFreeDisk, s.rep.StoreHeadroom())
+	low := free < need
+	if was := s.rep.SetDiskLow(low); was != low {
 		if low {
-			s.log.Error("disk nearly full: refusing writes", "dir", s.cfg.DataDir, "free_bytes", free, "min_free_bytes", s.cfg.MinFreeDisk)
+			s.log.Error("disk nearly full: refusing writes", "dir", s.cfg.DataDir, "free_bytes", free, "min_free_bytes", need)
 		} else {
 			s.log.Info("disk space available again: accepting writes", "free_bytes", free)
 		}

@@ -2,30 +2,30 @@
 // replicates the state machine of package fsm, holds the client sessions
 // connected to it, and serves them over gRPC and ZooKeeper's wire protocol.
 //
-// It has three jobs, each in its own files:
+// It has three jobs:
 //
-// The replica (knows no connections): raftfsm.go adapts fsm.FSM to raft
-// (apply in chunks, snapshots, restore) and completes a proposal's waiter
-// only from the entry that carries it (the proposal identity rule); entry.go
-// is the log entry envelope; submit.go hands a command to the log; on the
-// leader proposer.go batches commands into entries, elsewhere forward.go
-// sends them to the leader; commits.go follows the leader's commit position
-// so followers apply at once; sync.go is ZooKeeper's sync; internal.go
-// serves the server-to-server RPCs; members.go and gossip.go find and
-// remember the other servers; netgate.go carries all traffic with them;
+// The replica, package server/replica (knows no connections): the raft
+// log, the proposer, the forwarder, the commit stream and apply, behind
+// Submit, Read and WaitApplied, telling the session layer of each change
+// through its Observer interface. Around it, in this package: netgate.go
+// carries all traffic with the other servers (raft's stream layer is
+// handed to the replica); internal.go serves the server-to-server RPCs;
+// members.go, peers.go and gossip.go find and remember the other servers;
 // disk.go watches free space.
 //
-// The session layer: conn.go is a connected session with its ordered
-// outbound queue and back-pressure; request.go is the one request path both
-// front ends use (writes through the log, reads on a view under the apply
-// lock, watches); touch.go and duties.go keep sessions alive and expire
-// them (only the leader), remove containers and TTL nodes, and add servers;
-// leaderloss.go drops the clients of a server cut off from its leader;
-// connlimit.go limits connections per address.
+// The session layer, package server/sessions: connected sessions with
+// their ordered outbound streams and back-pressure, the one request path
+// (writes through the replica, reads on a view under the apply lock,
+// watches), the expiry tracker and watch delivery, behind Connect and
+// Conn.Handle; it is the replica's Observer. Around it, in this package:
+// touch.go reports the sessions heard from here to the leader; duties.go
+// runs the leader's duties (expire sessions, remove containers and TTL
+// nodes, add servers); leaderloss.go drops the clients of a server cut off
+// from its leader; connlimit.go limits connections per address.
 //
-// The front ends, codecs onto the request path: grpc.go (the Session
-// stream), zk.go and zk4lw.go (the ZooKeeper listener and its four-letter
-// words), admin.go and http.go (operators).
+// The front ends, codecs onto the session layer's messages: grpc.go (the
+// Session stream, protobuf), zk.go (the ZooKeeper listener, jute) and
+// zk4lw.go (its four-letter words); admin.go and http.go serve operators.
 //
 // server.go starts and stops it all; config.go is its Config; metrics.go
 // its Prometheus collectors; testing.go the TestCluster other packages'

@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"coord/fsm"
+	"coord/server/replica"
 )
 
 // leaderLoop runs the leader's periodic duties, each decided here with the
@@ -28,8 +29,8 @@ func (s *Server) leaderLoop() {
 		if leader && !wasLeader {
 			// A new leader gives every session a full timeout: it cannot
 			// know when the old leader last heard from them.
-			s.tracker.ResetAll(s.clock.Now())
-			s.log.Info("became leader; session timeouts re-armed", "sessions", s.tracker.Len())
+			n := s.sess.TakeOver()
+			s.log.Info("became leader; session timeouts re-armed", "sessions", n)
 		}
 		wasLeader = leader
 		if !leader {
@@ -38,7 +39,7 @@ func (s *Server) leaderLoop() {
 			// stays out until one adds it back.
 			switch in := s.inConfiguration(); {
 			case in:
-				wasMember = true
+				wasMember, toldRemoved = true, false
 			case wasMember && !toldRemoved:
 				toldRemoved = true
 				s.log.Warn("this server was removed from the cluster's configuration; it will not rejoin by itself (add it back with the admin API)")
@@ -49,21 +50,19 @@ func (s *Server) leaderLoop() {
 			continue
 		}
 		now := s.clock.Now()
-		for _, id := range s.tracker.Expired(now) {
-			s.log.Info("session expired", "session", sessionHex(id))
-			s.submit(&fsm.Command{Type: fsm.CmdCloseSession, Session: id}, func(applyResult) {})
-		}
+		s.sess.Expire(now)
 		if now.Sub(lastContainerCheck) >= s.cfg.ContainerCheckInterval {
 			lastContainerCheck = now
-			v := s.fsm.fsm.View()
+			v := s.rep.View()
 			paths := append(v.ContainerCandidates(), v.ExpiredTTLs(now.UnixMilli())...)
 			for _, p := range paths {
-				s.submit(&fsm.Command{Type: fsm.CmdDeleteContainer, Op: fsm.Op{Type: fsm.CmdDeleteContainer, Path: p}}, func(applyResult) {})
+				s.rep.Submit(&fsm.Command{Type: fsm.CmdDeleteContainer, Op: fsm.Op{Type: fsm.CmdDeleteContainer, Path: p}}, func(replica.Result) {})
 			}
 		}
 		if time.Since(lastReconcile) > s.cfg.RaftTimeout {
 			lastReconcile = time.Now()
 			go s.reconcileMembers(nil)
 		}
+		go s.reconcileConfig()
 	}
 }

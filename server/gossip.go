@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"coord/internal/logbridge"
+
 	"github.com/hashicorp/memberlist"
 )
 
@@ -30,6 +32,7 @@ type gossipMeta struct {
 	ID       string `json:"id"`
 	RaftAddr string `json:"raft"`
 	GRPCAddr string `json:"grpc"`
+	ZKAddr   string `json:"zk,omitempty"`
 	Observer bool   `json:"observer,omitempty"`
 }
 
@@ -48,11 +51,14 @@ func (s *Server) startGossip() error {
 		mc = memberlist.DefaultLocalConfig()
 	}
 	mc.Name = s.cfg.ID
+	if len(s.cfg.GossipKey) > 0 {
+		mc.SecretKey = s.cfg.GossipKey
+	}
 	mc.BindAddr, mc.BindPort = host, port
 	mc.AdvertiseAddr, mc.AdvertisePort = "", 0
 	mc.Delegate = g
 	mc.Events = g
-	mc.Logger = log.New(&slogWriter{l: s.log.With("component", "gossip")}, "", 0)
+	mc.Logger = log.New(logbridge.Writer(s.log.With("component", "gossip")), "", 0)
 	ml, err := memberlist.Create(mc)
 	if err != nil {
 		return fmt.Errorf("server: starting gossip: %w", err)
@@ -108,7 +114,10 @@ func (g *gossip) isAlive(id string) (alive, known bool) {
 // NodeMeta implements memberlist.Delegate.
 func (g *gossip) NodeMeta(limit int) []byte {
 	s := g.s
-	b, _ := json.Marshal(gossipMeta{ID: s.cfg.ID, RaftAddr: s.RaftAddr(), GRPCAddr: s.GRPCAddr(), Observer: s.cfg.Observer})
+	s.mu.Lock()
+	zkAddr := s.members[s.cfg.ID].ZKAddr
+	s.mu.Unlock()
+	b, _ := json.Marshal(gossipMeta{ID: s.cfg.ID, RaftAddr: s.RaftAddr(), GRPCAddr: s.GRPCAddr(), ZKAddr: zkAddr, Observer: s.cfg.Observer})
 	if len(b) > limit {
 		return nil
 	}
@@ -138,6 +147,6 @@ func (g *gossip) update(n *memberlist.Node, alive bool) {
 	g.alive[m.ID] = alive
 	g.mu.Unlock()
 	if alive && m.ID != g.s.cfg.ID {
-		g.s.learn(Member{ID: m.ID, RaftAddr: m.RaftAddr, GRPCAddr: m.GRPCAddr, Observer: m.Observer})
+		g.s.learn(Member{ID: m.ID, RaftAddr: m.RaftAddr, GRPCAddr: m.GRPCAddr, ZKAddr: m.ZKAddr, Observer: m.Observer})
 	}
 }

@@ -3,18 +3,17 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"coord/api"
 	"coord/fsm"
-	"coord/session"
+	"coord/server/sessions"
 	"coord/watch"
-	"coord/zxid"
 )
 
 // coordService serves the client API's Session stream.
@@ -41,12 +40,25 @@ func (cs *coordService) Session(stream api.Coord_SessionServer) error {
 		return status.Errorf(codes.ResourceExhausted, "too many connections from %s (max %d)", ip, s.cfg.MaxClientConns)
 	}
 	defer s.clientConns.release(ip)
-	c, resp, err := s.connect(stream.Context(), req, ip)
+	creq, err := connectFromAPI(req)
 	if err != nil {
 		return err
 	}
-	if err := stream.Send(&api.ServerMessage{Msg: &api.ServerMessage_Connected{Connected: resp}}); err != nil {
-		c.shut(err)
+	if p, ok := peer.FromContext(stream.Context()); ok {
+		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok {
+			if id, ok := x509Identity(&info.State); ok {
+				creq.Auth = append(creq.Auth, id)
+			}
+		}
+	}
+	c, resp, err := s.sess.Connect(stream.Context(), creq, ip)
+	if err != nil {
+		return connectStatus(err)
+	}
+	connected := &api.ConnectResponse{SessionId: resp.SessionID, Password: resp.Password, TimeoutMs: resp.TimeoutMs,
+		Zxid: resp.Zxid, ServerId: resp.ServerID}
+	if err := stream.Send(&api.ServerMessage{Msg: &api.ServerMessage_Connected{Connected: connected}}); err != nil {
+		c.Shut(err)
 		return err
 	}
 	go func() {
@@ -55,30 +67,48 @@ func (cs *coordService) Session(stream api.Coord_SessionServer) error {
 			if err != nil {
 				// The client went away; its session lives on until it
 				// re-attaches or expires.
-				c.shut(nil)
+				c.Shut(nil)
 				return
 			}
-			s.touchLocal(c.id)
-			c.handle(msg.GetRequest())
+			s.sess.Touch(c.ID())
+			if r := msg.GetRequest(); r != nil {
+				c.Handle(requestFromAPI(r))
+			}
 		}
 	}()
 	for {
-		msgs, ok := c.out.next()
+		msgs, ok := c.Next()
 		if !ok {
-			if err := c.out.closeErr(); errors.Is(err, errLeaderLost) {
+			if err := c.CloseErr(); errors.Is(err, errLeaderLost) {
 				// Tell the client why, so it moves to another server.
 				return status.Error(codes.Unavailable, err.Error())
 			}
 			return nil
 		}
 		for _, m := range msgs {
-			if err := stream.Send(m); err != nil {
-				c.shut(err)
+			if err := stream.Send(messageToAPI(m)); err != nil {
+				c.Shut(err)
 				return err
 			}
 		}
-		c.out.written()
+		c.Written()
 	}
+}
+
+// connectStatus is a refused Connect as a gRPC status: the client's own
+// code for each reason (an expired session and a wrong password end its
+// session; the others send it to another server).
+func connectStatus(err error) error {
+	code := codes.Unavailable
+	switch {
+	case errors.Is(err, sessions.ErrSessionExpired):
+		code = codes.NotFound
+	case errors.Is(err, sessions.ErrWrongPassword):
+		code = codes.Unauthenticated
+	case errors.Is(err, sessions.ErrBehind):
+		code = codes.FailedPrecondition
+	}
+	return status.Error(code, err.Error())
 }
 
 func peerIP(ctx context.Context) string {
@@ -101,130 +131,192 @@ func ipOf(a net.Addr) string {
 	return ""
 }
 
-// connect creates a session or re-attaches one, registers the connection
-// here and answers the client.
-func (s *Server) connect(ctx context.Context, req *api.ConnectRequest, ip string) (*conn, *api.ConnectResponse, error) {
-	auth := []fsm.Id{}
-	if ip != "" {
-		auth = append(auth, fsm.Id{Scheme: "ip", ID: ip})
-	}
-	for _, a := range req.Auth {
+// connectFromAPI is r as the session layer's connectRequest. Only digest
+// identities are taken; anything else refuses the connection.
+func connectFromAPI(r *api.ConnectRequest) (*sessions.ConnectRequest, error) {
+	req := &sessions.ConnectRequest{SessionID: r.SessionId, Password: r.Password, TimeoutMs: r.TimeoutMs, LastZxid: r.LastZxid}
+	for _, a := range r.Auth {
 		if a.GetScheme() != "digest" {
-			return nil, nil, status.Errorf(codes.Unauthenticated, "unsupported auth scheme %q", a.GetScheme())
+			return nil, status.Errorf(codes.Unauthenticated, "unsupported auth scheme %q", a.GetScheme())
 		}
 		id, err := fsm.ParseAuthDigest(a.GetId())
 		if err != nil {
-			return nil, nil, status.Error(codes.Unauthenticated, err.Error())
+			return nil, status.Error(codes.Unauthenticated, err.Error())
 		}
-		auth = append(auth, id)
+		req.Auth = append(req.Auth, id)
 	}
-	// A server cut off from its leader takes no session (leaderloss.go):
-	// wait a little for contact, then send the client elsewhere.
-	sctx, scancel := context.WithTimeout(ctx, s.leaderWait())
-	err := s.waitServing(sctx)
-	scancel()
-	if err != nil {
-		return nil, nil, status.Error(codes.Unavailable, err.Error())
+	if r.Watches != nil {
+		req.Watches = watchSetFromAPI(r.Watches)
 	}
-	// Never answer from a state older than what the client has seen: wait
-	// a little for this server to catch up, then send the client elsewhere.
-	if last := zxid.Zxid(req.LastZxid); last > s.fsm.fsm.LastZxid() {
-		wctx, cancel := context.WithTimeout(ctx, s.leaderWait())
-		for last > s.fsm.fsm.LastZxid() && wctx.Err() == nil {
-			select {
-			case <-s.fsm.appliedChanged():
-			case <-wctx.Done():
-			}
-		}
-		cancel()
-		if last > s.fsm.fsm.LastZxid() {
-			return nil, nil, status.Errorf(codes.FailedPrecondition,
-				"client has seen zxid %v, this server only %v", last, s.fsm.fsm.LastZxid())
-		}
-	}
-	var (
-		id      int64
-		timeout int32
-		pw      []byte
-	)
-	owner := fmt.Sprintf("%s/%d", s.origin, s.connSeq.Add(1))
-	if req.SessionId == 0 {
-		timeout = s.cfg.bounds().Negotiate(req.TimeoutMs)
-		cctx, cancel := context.WithTimeout(ctx, 2*s.leaderWait())
-		ar, err := s.propose(cctx, &fsm.Command{Type: fsm.CmdCreateSession, Timeout: timeout, Owner: owner})
-		cancel()
-		if err == nil {
-			err = ar.res.Err
-		}
-		if err != nil {
-			return nil, nil, status.Errorf(codes.Unavailable, "creating session: %v", err)
-		}
-		id = ar.res.SessionID
-		info, _ := s.fsm.fsm.View().Session(id)
-		pw = info.Password
-	} else {
-		id = req.SessionId
-		info, ok := s.fsm.fsm.View().Session(id)
-		if !ok {
-			return nil, nil, status.Errorf(codes.NotFound, "session 0x%x expired", id)
-		}
-		if !session.CheckPassword(info.Password, req.Password) {
-			return nil, nil, status.Errorf(codes.Unauthenticated, "wrong password for session 0x%x", id)
-		}
-		timeout, pw = info.Timeout, info.Password
-		// The session now belongs to this connection: once that is in the
-		// log, anything still in flight on its old connection, here or on
-		// another server, fails with SessionMoved.
-		cctx, cancel := context.WithTimeout(ctx, 2*s.leaderWait())
-		ar, err := s.propose(cctx, &fsm.Command{Type: fsm.CmdAttachSession, Session: id, Owner: owner})
-		cancel()
-		if err == nil && ar.res.Err != nil {
-			return nil, nil, status.Errorf(codes.NotFound, "session 0x%x expired", id)
-		}
-		if err != nil {
-			return nil, nil, status.Errorf(codes.Unavailable, "re-attaching session: %v", err)
-		}
-	}
-	c := newConn(s, id, timeout, owner, auth)
-	s.mu.Lock()
-	old := s.conns[id]
-	if old != nil {
-		// The session moves to this new connection; its old watches here
-		// go, the client re-registers them.
-		delete(s.conns, id)
-		s.watches.RemoveSession(id)
-	}
-	s.conns[id] = c
-	s.mu.Unlock()
-	if old != nil {
-		old.shut(nil)
-	}
-	s.touchLocal(id)
-	if w := req.Watches; w != nil {
-		s.reattachWatches(c, w)
-	}
-	return c, &api.ConnectResponse{SessionId: id, Password: pw, TimeoutMs: timeout,
-		Zxid: int64(s.fsm.fsm.LastZxid()), ServerId: s.cfg.ID}, nil
+	return req, nil
 }
 
-// reattachWatches re-registers a re-attaching client's watches, firing at
-// once those whose node changed after the zxid the client last saw.
-func (s *Server) reattachWatches(c *conn, w *api.WatchSet) {
-	s.fsm.mu.RLock()
-	defer s.fsm.mu.RUnlock()
-	s.reattachLocked(c, s.fsm.fsm.View(), w)
+// requestFromAPI is r as the session layer's request.
+func requestFromAPI(r *api.Request) *sessions.Request {
+	req := &sessions.Request{Xid: r.Xid}
+	switch op := r.Op.(type) {
+	case *api.Request_Ping:
+		req.Kind = sessions.OpPing
+	case *api.Request_Close:
+		req.Kind = sessions.OpClose
+	case *api.Request_Create:
+		req.Kind, req.Write = sessions.OpCreate, createFromAPI(op.Create)
+	case *api.Request_Delete:
+		req.Kind, req.Write = sessions.OpDelete, deleteFromAPI(op.Delete)
+	case *api.Request_SetData:
+		req.Kind, req.Write = sessions.OpSetData, setDataFromAPI(op.SetData)
+	case *api.Request_SetAcl:
+		req.Kind, req.Write = sessions.OpSetACL, fsm.Op{Type: fsm.CmdSetACL, Path: op.SetAcl.Path, ACL: api.ACLFromAPI(op.SetAcl.Acl), Version: op.SetAcl.Version}
+	case *api.Request_Multi:
+		req.Kind = sessions.OpMulti
+		req.Writes = make([]fsm.Op, len(op.Multi.Ops))
+		for i, mo := range op.Multi.Ops {
+			switch o := mo.Op.(type) {
+			case *api.MultiOp_Create:
+				req.Writes[i] = createFromAPI(o.Create)
+			case *api.MultiOp_Delete:
+				req.Writes[i] = deleteFromAPI(o.Delete)
+			case *api.MultiOp_SetData:
+				req.Writes[i] = setDataFromAPI(o.SetData)
+			case *api.MultiOp_Check:
+				req.Writes[i] = fsm.Op{Type: fsm.CmdCheck, Path: o.Check.Path, Version: o.Check.Version}
+			} // else the zero Op, which applies as BadArguments
+		}
+	case *api.Request_GetData:
+		req.Kind, req.Path, req.Watch = sessions.OpGetData, op.GetData.Path, op.GetData.Watch
+	case *api.Request_Exists:
+		req.Kind, req.Path, req.Watch = sessions.OpExists, op.Exists.Path, op.Exists.Watch
+	case *api.Request_GetChildren:
+		req.Kind, req.Path, req.Watch = sessions.OpGetChildren, op.GetChildren.Path, op.GetChildren.Watch
+	case *api.Request_GetAcl:
+		req.Kind, req.Path = sessions.OpGetACL, op.GetAcl.Path
+	case *api.Request_Sync:
+		req.Kind, req.Path = sessions.OpSync, op.Sync.Path
+	case *api.Request_AddWatch:
+		req.Kind, req.Path, req.WatchMode = sessions.OpAddWatch, op.AddWatch.Path, watch.AddWatchMode(op.AddWatch.Mode)
+	case *api.Request_RemoveWatches:
+		req.Kind, req.Path, req.WatcherType = sessions.OpRemoveWatches, op.RemoveWatches.Path, watch.WatcherType(op.RemoveWatches.Type)
+	case *api.Request_CheckWatches:
+		req.Kind, req.Path, req.WatcherType = sessions.OpCheckWatches, op.CheckWatches.Path, watch.WatcherType(op.CheckWatches.Type)
+	case *api.Request_Auth:
+		req.Kind, req.Scheme, req.Auth = sessions.OpAuth, op.Auth.Scheme, op.Auth.Auth
+	case *api.Request_GetAllChildrenNumber:
+		req.Kind, req.Path = sessions.OpGetAllChildrenNumber, op.GetAllChildrenNumber.Path
+	case *api.Request_GetEphemerals:
+		req.Kind, req.Path = sessions.OpGetEphemerals, op.GetEphemerals.Prefix
+	case *api.Request_MultiRead:
+		req.Kind = sessions.OpMultiRead
+		req.Reads = make([]sessions.ReadOp, len(op.MultiRead.Ops))
+		for i, mo := range op.MultiRead.Ops {
+			switch o := mo.Op.(type) {
+			case *api.MultiReadOp_GetData:
+				req.Reads[i] = sessions.ReadOp{Kind: sessions.OpGetData, Path: o.GetData.Path}
+			case *api.MultiReadOp_GetChildren:
+				req.Reads[i] = sessions.ReadOp{Kind: sessions.OpGetChildren, Path: o.GetChildren.Path}
+			} // else answered Unimplemented
+		}
+	case *api.Request_SetWatches:
+		req.Kind, req.Watches = sessions.OpSetWatches, watchSetFromAPI(op.SetWatches)
+	case *api.Request_WhoAmI:
+		req.Kind = sessions.OpWhoAmI
+	default:
+		req.Kind, req.Code = sessions.OpRefuse, fsm.Unimplemented
+	}
+	return req
 }
 
-// reattachLocked does reattachWatches with the apply lock held shared.
-func (s *Server) reattachLocked(c *conn, v *fsm.View, w *api.WatchSet) {
-	events, err := s.watches.Reattach(v, c.id, w.RelativeZxid, watch.WatchSet{
+func createFromAPI(r *api.CreateRequest) fsm.Op {
+	return fsm.Op{Type: fsm.CmdCreate, Path: r.Path, Data: sessions.WireData(r.Data, r.NullData), ACL: api.ACLFromAPI(r.Acl),
+		Mode: fsm.CreateMode(r.Mode), TTL: r.Ttl}
+}
+
+func deleteFromAPI(r *api.DeleteRequest) fsm.Op {
+	return fsm.Op{Type: fsm.CmdDelete, Path: r.Path, Version: r.Version}
+}
+
+func setDataFromAPI(r *api.SetDataRequest) fsm.Op {
+	return fsm.Op{Type: fsm.CmdSetData, Path: r.Path, Data: sessions.WireData(r.Data, r.NullData), Version: r.Version}
+}
+
+func watchSetFromAPI(w *api.WatchSet) *sessions.WatchSet {
+	return &sessions.WatchSet{RelativeZxid: w.RelativeZxid, Watches: watch.WatchSet{
 		DataWatches: w.Data, ExistWatches: w.Exist, ChildWatches: w.Child,
 		PersistentWatches: w.Persistent, PersistentRecursiveWatches: w.PersistentRecursive,
-	})
-	if err != nil {
-		s.log.Warn("re-registering watches", "session", sessionHex(c.id), "err", err)
+	}}
+}
+
+// messageToAPI is a reply or an event as the Session stream sends it.
+func messageToAPI(m sessions.Message) *api.ServerMessage {
+	switch m := m.(type) {
+	case *sessions.Reply:
+		return &api.ServerMessage{Msg: &api.ServerMessage_Response{Response: replyToAPI(m)}}
+	case *sessions.Event:
+		return &api.ServerMessage{Msg: &api.ServerMessage_Event{Event: &api.WatchEvent{
+			Type: int32(m.Type), State: int32(m.State), Path: m.Path, Zxid: m.Zxid}}}
 	}
-	for _, ev := range events {
-		c.event(&api.WatchEvent{Type: int32(ev.Type), State: stateSyncConnected, Path: ev.Path, Zxid: ev.Zxid})
+	return nil
+}
+
+// replyToAPI is r as a protobuf Response.
+func replyToAPI(r *sessions.Reply) *api.Response {
+	resp := &api.Response{Xid: r.Xid, Zxid: r.Zxid, Err: int32(r.Err), ErrPath: r.ErrPath}
+	switch r.Body {
+	case sessions.BodyEmpty:
+		resp.Result = &api.Response_Empty{Empty: &api.Empty{}}
+	case sessions.BodyCreate:
+		resp.Result = &api.Response_Create{Create: &api.CreateResponse{Path: r.Path, Stat: api.StatToAPI(r.Stat)}}
+	case sessions.BodyStat:
+		sr := &api.StatResponse{}
+		if r.Err == fsm.OK {
+			sr.Stat = api.StatToAPI(r.Stat)
+		}
+		resp.Result = &api.Response_Stat{Stat: sr}
+	case sessions.BodyData:
+		resp.Result = &api.Response_GetData{GetData: &api.GetDataResponse{Data: r.Data, NullData: r.Data == nil, Stat: api.StatToAPI(r.Stat), KindOwner: r.Owner}}
+	case sessions.BodyChildren:
+		resp.Result = &api.Response_GetChildren{GetChildren: &api.GetChildrenResponse{Children: r.Children, Stat: api.StatToAPI(r.Stat)}}
+	case sessions.BodyACL:
+		resp.Result = &api.Response_GetAcl{GetAcl: &api.GetACLResponse{Acl: api.ACLToAPI(r.ACL), Stat: api.StatToAPI(r.Stat)}}
+	case sessions.BodyMulti:
+		m := &api.MultiResponse{Results: make([]*api.MultiResult, len(r.Multi))}
+		for i, op := range r.Multi {
+			mr := &api.MultiResult{Err: int32(op.Code)}
+			if op.Code == fsm.OK {
+				switch op.Type {
+				case fsm.CmdCreate:
+					mr.Path, mr.Stat = op.Path, api.StatToAPI(op.Stat)
+				case fsm.CmdSetData:
+					mr.Stat = api.StatToAPI(op.Stat)
+				}
+			}
+			m.Results[i] = mr
+		}
+		resp.Result = &api.Response_Multi{Multi: m}
+	case sessions.BodyMultiRead:
+		m := &api.MultiReadResponse{Results: make([]*api.MultiReadResult, len(r.Reads))}
+		for i, rr := range r.Reads {
+			res := &api.MultiReadResult{Err: int32(rr.Err)}
+			switch rr.Kind {
+			case sessions.OpGetData:
+				res.Data, res.NullData, res.Stat = rr.Data, rr.Data == nil && rr.Err == fsm.OK, api.StatToAPI(rr.Stat)
+			case sessions.OpGetChildren:
+				res.Children, res.Stat = rr.Children, api.StatToAPI(rr.Stat)
+			}
+			m.Results[i] = res
+		}
+		resp.Result = &api.Response_MultiRead{MultiRead: m}
+	case sessions.BodySync:
+		resp.Result = &api.Response_Sync{Sync: &api.SyncResponse{Path: r.Path}}
+	case sessions.BodyCount:
+		resp.Result = &api.Response_Count{Count: &api.CountResponse{Count: r.Count}}
+	case sessions.BodyPaths:
+		resp.Result = &api.Response_Paths{Paths: &api.PathsResponse{Paths: r.Children}}
+	case sessions.BodyWhoAmI:
+		w := &api.WhoAmIResponse{}
+		for _, ci := range r.Clients {
+			w.ClientInfo = append(w.ClientInfo, &api.ClientInfo{AuthScheme: ci.Scheme, User: ci.User})
+		}
+		resp.Result = &api.Response_WhoAmI{WhoAmI: w}
 	}
+	return resp
 }

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"log"
 	"math"
 	"net"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"coord/api"
+	"coord/internal/logbridge"
 )
 
 // startHTTP serves /metrics (Prometheus), /health and the admin reads as
@@ -36,8 +39,12 @@ func (s *Server) startHTTP() error {
 		m, err := admin.Members(r.Context(), &api.MembersRequest{})
 		writeJSON(w, m, err)
 	})
+	if s.tls != nil {
+		lis = tls.NewListener(lis, s.tls.serverConfig())
+	}
 	s.httpLis = lis
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+		ErrorLog: log.New(logbridge.Writer(s.log.With("component", "http")), "", 0)}
 	go s.http.Serve(lis)
 	return nil
 }
@@ -59,7 +66,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	serving := s.Serving()
 	healthy := leader != "" && state != raft.Shutdown && state != raft.Candidate && serving
 	body := map[string]any{"id": s.cfg.ID, "role": s.Role(), "leader": string(leader), "healthy": healthy,
-		"serving": serving, "applied_index": s.fsm.applied.Load()}
+		"serving": serving, "applied_index": s.rep.Applied()}
 	if age := s.leaderContactAge(time.Now()); age < math.MaxInt64 {
 		body["leader_contact_age_ms"] = age.Milliseconds()
 	}

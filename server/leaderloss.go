@@ -77,6 +77,41 @@ func (s *Server) Serving() bool {
 	return s.leaderContactAge(time.Now()) <= s.leaderLossBound(s.cfg.MinSessionTimeout)
 }
 
+// ReadOnly reports whether this server is in read-only mode:
+// Config.ReadOnlyMode is on and it has not been serving for the read-only
+// grace, so it takes read-only sessions (sessions/readonly.go).
+func (s *Server) ReadOnly() bool {
+	return s.cfg.ReadOnlyMode && s.notServingFor(time.Now()) >= s.readOnlyGrace()
+}
+
+// readOnlyGrace is how long a server that stopped serving waits before it
+// goes read-only. ZooKeeper 3.8's QuorumPeer starts its
+// ReadOnlyZooKeeperServer max(2 s, tickTime) after it starts looking for a
+// leader, and only if it is still looking then (a thread that sleeps
+// Math.max(2000, tickTime), in its bytecode); a server that has just
+// started looks for a leader at once. So a restarted server, or one whose
+// leader is a moment away, hands out no read-only sessions: its clients
+// wait for a read-write one.
+func (s *Server) readOnlyGrace() time.Duration { return max(2*time.Second, s.cfg.Tick) }
+
+// notServingFor is how long this server has not been serving (zero while
+// it serves): since its contact with a leader passed the bound of the
+// shortest session timeout, or, if it has had no contact since it started,
+// since it started (ZooKeeper's peer starts looking for a leader).
+func (s *Server) notServingFor(now time.Time) time.Duration {
+	age, bound := s.leaderContactAge(now), s.leaderLossBound(s.cfg.MinSessionTimeout)
+	switch {
+	case age <= bound:
+		return 0
+	case age == math.MaxInt64:
+		return max(now.Sub(s.started), 0)
+	}
+	return age - bound
+}
+
+// errReadWrite closes read-only connections once the server serves again.
+var errReadWrite = errors.New("server: in contact with a leader again; closing read-only connections so the clients reconnect read-write")
+
 // waitServing waits, up to the context's deadline, for this server to
 // serve.
 func (s *Server) waitServing(ctx context.Context) error {
@@ -112,6 +147,9 @@ func (s *Server) leaderLossLoop() {
 			wasServing = serving
 			if serving {
 				s.log.Info("serving again: in contact with a leader")
+				if n := s.sess.EndReadOnly(errReadWrite); n > 0 {
+					s.log.Info("closed read-only connections: the server is read-write again", "connections", n)
+				}
 			} else {
 				s.log.Warn("not serving: no contact with a leader", "for", age.Round(time.Millisecond))
 				s.metrics.notServing.Inc()
@@ -120,19 +158,14 @@ func (s *Server) leaderLossLoop() {
 		if serving {
 			continue
 		}
-		s.mu.Lock()
-		var drop []*conn
-		for _, c := range s.conns {
-			if age > s.leaderLossBound(time.Duration(c.timeout)*time.Millisecond) {
-				drop = append(drop, c)
+		for _, c := range s.sess.Conns() {
+			if c.ReadOnly() || age <= s.leaderLossBound(c.Timeout()) {
+				continue
 			}
-		}
-		s.mu.Unlock()
-		for _, c := range drop {
-			s.log.Info("closing a client connection: no contact with a leader", "session", sessionHex(c.id),
+			s.log.Info("closing a client connection: no contact with a leader", "session", fmt.Sprintf("0x%x", c.ID()),
 				"for", age.Round(time.Millisecond))
 			s.metrics.leaderLossDrops.Inc()
-			c.shut(errLeaderLost)
+			c.Shut(errLeaderLost)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"coord/api"
+	"coord/server/replica"
 )
 
 // A server learns the other servers' addresses from its configuration,
@@ -134,7 +135,7 @@ func (s *Server) leaderMember(ctx context.Context) (Member, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return Member{}, errNoLeader
+			return Member{}, replica.ErrNoLeader
 		case <-s.closing:
 			return Member{}, errClosed
 		case <-time.After(10 * time.Millisecond):
@@ -176,6 +177,9 @@ func (s *Server) discover(ctx context.Context) {
 				known = Member{ID: m.Id, Observer: m.Role == "observer"}
 			}
 			known.RaftAddr, known.GRPCAddr = m.RaftAddr, m.GrpcAddr
+			if m.ZkAddr != "" {
+				known.ZKAddr = m.ZkAddr
+			}
 			s.members[m.Id] = known
 		}
 		s.mu.Unlock()
@@ -189,6 +193,9 @@ func (s *Server) learn(m Member) {
 		return
 	}
 	s.mu.Lock()
+	if m.ZKAddr == "" {
+		m.ZKAddr = s.members[m.ID].ZKAddr
+	}
 	s.members[m.ID] = m
 	s.mu.Unlock()
 	s.saveMembers()
@@ -203,7 +210,7 @@ func (s *Server) memberList() []*api.Member {
 		if m.Observer {
 			role = "observer"
 		}
-		out = append(out, &api.Member{Id: m.ID, RaftAddr: m.RaftAddr, GrpcAddr: m.GRPCAddr, Role: role})
+		out = append(out, &api.Member{Id: m.ID, RaftAddr: m.RaftAddr, GrpcAddr: m.GRPCAddr, ZkAddr: m.ZKAddr, Role: role})
 	}
 	slices.SortFunc(out, func(a, b *api.Member) int {
 		if a.Id < b.Id {
@@ -249,7 +256,7 @@ func (s *Server) join() {
 	if s.cfg.Observer {
 		role = "observer"
 	}
-	req := &api.JoinRequest{Member: &api.Member{Id: s.cfg.ID, RaftAddr: s.RaftAddr(), GrpcAddr: self.GRPCAddr, Role: role}}
+	req := &api.JoinRequest{Member: &api.Member{Id: s.cfg.ID, RaftAddr: s.RaftAddr(), GrpcAddr: self.GRPCAddr, ZkAddr: self.ZKAddr, Role: role}}
 	for _, m := range targets {
 		cc, err := s.peers.get(m.GRPCAddr)
 		if err != nil {
@@ -263,7 +270,7 @@ func (s *Server) join() {
 			continue
 		}
 		for _, am := range resp.Members {
-			s.learn(Member{ID: am.Id, RaftAddr: am.RaftAddr, GRPCAddr: am.GrpcAddr, Observer: am.Role == "observer"})
+			s.learn(Member{ID: am.Id, RaftAddr: am.RaftAddr, GRPCAddr: am.GrpcAddr, ZKAddr: am.ZkAddr, Observer: am.Role == "observer"})
 		}
 		return
 	}

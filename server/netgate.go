@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 )
@@ -25,14 +27,24 @@ import (
 // (TestCluster.Isolate), over real TCP, without touching the host's network.
 // Open, it costs one atomic load per connection.
 type netGate struct {
-	cut   atomic.Bool
-	mu    sync.Mutex
-	conns map[*gatedConn]struct{}
+	peerTLS *tls.Config // TLS to the other servers (nil: plaintext)
+	source  net.Addr    // local address of connections to them (nil: any)
+	cut     atomic.Bool
+	mu      sync.Mutex
+	conns   map[*gatedConn]struct{}
 }
 
 var errIsolated = errors.New("server: cut off from the other servers (isolated)")
 
-func newNetGate() *netGate { return &netGate{conns: map[*gatedConn]struct{}{}} }
+// newNetGate makes an open gate; sourceIP, if not "", is the local IP of
+// every connection it opens (Config.PeerSourceIP).
+func newNetGate(sourceIP string) *netGate {
+	g := &netGate{conns: map[*gatedConn]struct{}{}}
+	if ip := net.ParseIP(sourceIP); ip != nil {
+		g.source = &net.TCPAddr{IP: ip}
+	}
+	return g
+}
 
 // isolate closes the gate and every connection through it.
 func (g *netGate) isolate() {
@@ -66,7 +78,7 @@ func (g *netGate) dial(ctx context.Context, addr string) (net.Conn, error) {
 	if g.cut.Load() {
 		return nil, errIsolated
 	}
-	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	c, err := (&net.Dialer{LocalAddr: g.source}).DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +90,12 @@ func (g *netGate) dial(ctx context.Context, addr string) (net.Conn, error) {
 // back (gRPC's default backoff grows to two minutes, which would keep a
 // healed partition or a restarted peer apart that long).
 func (g *netGate) peerDialOptions() []grpc.DialOption {
+	creds := insecure.NewCredentials()
+	if g.peerTLS != nil {
+		creds = credentials.NewTLS(g.peerTLS)
+	}
 	return []grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(creds),
 		grpc.WithContextDialer(g.dial),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
@@ -126,12 +142,24 @@ type gatedStream struct {
 	net.Listener
 	advertise net.Addr
 	gate      *netGate
+	tls       *tls.Config // the server side of raft's TLS (nil: plaintext)
 }
 
 func (s *gatedStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return s.gate.dial(ctx, string(addr))
+	c, err := s.gate.dial(ctx, string(addr))
+	if err != nil || s.gate.peerTLS == nil {
+		return c, err
+	}
+	cfg := s.gate.peerTLS.Clone()
+	cfg.ServerName, _, _ = net.SplitHostPort(string(addr))
+	tc := tls.Client(c, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return tc, nil
 }
 
 func (s *gatedStream) Accept() (net.Conn, error) {
@@ -144,7 +172,11 @@ func (s *gatedStream) Accept() (net.Conn, error) {
 			c.Close()
 			continue
 		}
-		return s.gate.track(c), nil
+		c = s.gate.track(c)
+		if s.tls != nil {
+			c = tls.Server(c, s.tls)
+		}
+		return c, nil
 	}
 }
 

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 )
@@ -44,3 +46,19 @@ func (p *peerConns) close() {
 	}
 	p.conns = nil
 }
+
+// replicaPeers is how the replica reaches the leader: through the members
+// this server knows and its shared connections.
+type replicaPeers struct{ s *Server }
+
+func (p replicaPeers) Leader(ctx context.Context) (string, string, error) {
+	m, err := p.s.leaderMember(ctx)
+	return m.ID, m.GRPCAddr, err
+}
+
+func (p replicaPeers) Conn(addr string) (*grpc.ClientConn, error) { return p.s.peers.get(addr) }
+
+func (p replicaPeers) DialOptions() []grpc.DialOption { return p.s.gate.peerDialOptions() }
+
+// leaderWait is how long a request waits for a leader to appear.
+func (s *Server) leaderWait() time.Duration { return s.rep.LeaderWait() }

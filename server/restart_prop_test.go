@@ -112,7 +112,7 @@ func runRestartProperty(t *testing.T, seed uint64, servers, restarts int, snapsh
 		}
 	}
 	for _, s := range c.Servers {
-		if n := s.fsm.mismatched.Load(); n != 0 {
+		if n := s.rep.Stats().Mismatched; n != 0 {
 			t.Errorf("%s: %d entries given to another request's waiter", s.ID(), n)
 		}
 	}

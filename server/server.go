@@ -1,28 +1,24 @@
 package server
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"coord/api"
 	"coord/fsm"
+	"coord/server/replica"
+	"coord/server/sessions"
 	"coord/session"
-	"coord/watch"
 )
 
 // Server is one coord server: a raft member (voter or observer) with the
@@ -33,20 +29,17 @@ type Server struct {
 	log   *slog.Logger
 	clock session.Clock
 
-	fsm       *raftFSM
-	prop      *proposer
-	raft      *raft.Raft
-	transport *raft.NetworkTransport
-	store     *raftboltdb.BoltStore
-	logs      raft.LogStore // store behind the cache of recent entries
-	watches   *watch.Registry
-	tracker   *session.Tracker
+	rep  *replica.Replica // the raft member: log, proposer, forwarder, apply
+	raft *raft.Raft       // rep's, for membership and status
+	sess *sessions.Layer  // the sessions connected here and their request path
 
 	gate        *netGate     // all traffic with the other servers (netgate.go)
+	tls         *tlsFiles    // nil without TLS (tls.go)
+	secureZKLis net.Listener // the TLS-only ZooKeeper port, if any
+	auditFile   *os.File     // the audit log, if any
 	clientConns *addrLimiter // client connections per address (connlimit.go)
 	grpcLis     net.Listener
 	grpc        *grpc.Server
-	fwd         *forwarder
 	peers       peerConns
 	gossip      *gossip // nil when gossip is off
 	metrics     *metrics
@@ -56,23 +49,15 @@ type Server struct {
 	httpLis     net.Listener
 	http        *http.Server
 
-	// origin names this boot of this server in the log: its id and a
-	// random nonce drawn at start. Every command it proposes carries origin
-	// and a sequence number, and only an entry with this origin completes
-	// one of its waiting requests, so a restarted server (whose sequence
-	// numbers start again at 1) or another server reusing the id is never
-	// handed the result of a command it did not send in this boot.
-	origin  string
-	seq     atomic.Uint64 // proposal sequence numbers of this boot
-	connSeq atomic.Uint64 // numbers the client connections of this boot
-	diskLow atomic.Bool   // the data directory is below MinFreeDisk
-	ledAt   atomic.Int64  // when this server last saw itself lead (unix ns; leaderloss.go)
+	ledAt atomic.Int64 // when this server last saw itself lead (unix ns; leaderloss.go)
+
+	configBusy         atomic.Bool // a reconcileConfig runs (zkconfig.go)
+	lastConfigDiscover time.Time   // reconcileConfig's last discover, under configBusy
+	reconfigMu         sync.Mutex  // one reconfig at a time (reconfig.go)
 
 	mu       sync.Mutex
-	conns    map[int64]*conn    // sessions connected here
-	touched  map[int64]struct{} // sessions heard from since the last report
-	members  map[string]Member  // known servers by id
-	zkByConn map[*conn]*zkConn  // ZooKeeper protocol connections by session connection
+	members  map[string]Member          // known servers by id
+	zkByConn map[*sessions.Conn]*zkConn // ZooKeeper protocol connections by session connection
 
 	memberFile memberFile // members remembered in the data directory (members.go)
 
@@ -86,6 +71,7 @@ type Member struct {
 	ID       string
 	RaftAddr string
 	GRPCAddr string
+	ZKAddr   string `json:",omitempty"` // its ZooKeeper client port ("" unknown)
 	Observer bool
 }
 
@@ -103,48 +89,62 @@ func New(cfg Config) (*Server, error) {
 		log = slog.Default()
 	}
 	log = log.With("server", cfg.ID)
-	boot, err := bootNonce()
-	if err != nil {
-		return nil, err
-	}
 	s := &Server{
-		cfg: cfg, log: log, clock: session.SystemClock{}, origin: cfg.ID + "#" + boot, gate: newNetGate(),
-		watches: watch.New(),
-		conns:   map[int64]*conn{}, touched: map[int64]struct{}{},
-		members: map[string]Member{}, closing: make(chan struct{}), zkByConn: map[*conn]*zkConn{}, started: time.Now(),
+		cfg: cfg, log: log, clock: session.SystemClock{}, gate: newNetGate(cfg.PeerSourceIP),
+		members: map[string]Member{}, closing: make(chan struct{}), zkByConn: map[*sessions.Conn]*zkConn{}, started: time.Now(),
 	}
-	tracker, err := session.NewTracker(cfg.Tick, s.clock)
-	if err != nil {
-		return nil, err
+	if cfg.TLSCert != "" {
+		tf, err := newTLSFiles(cfg.TLSCert, cfg.TLSKey, cfg.TLSCA, cfg.TLSClientAuth)
+		if err != nil {
+			return nil, err
+		}
+		s.tls = tf
+		s.gate.peerTLS = tf.peerConfig()
 	}
-	s.tracker = tracker
-	s.fsm = newRaftFSM(s)
-	s.prop = newProposer(s)
 	s.peers.opts = s.gate.peerDialOptions()
 	s.clientConns = newAddrLimiter(cfg.MaxClientConns)
 	s.metrics = newMetrics(s)
+	var audit *slog.Logger
+	if cfg.AuditLog != "" {
+		f, err := os.OpenFile(cfg.AuditLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("server: audit log: %w", err)
+		}
+		s.auditFile = f
+		audit = slog.New(slog.NewTextHandler(f, nil)).With("server", cfg.ID)
+	}
+	sess, err := sessions.New(sessions.Config{
+		ServerID: cfg.ID, Bounds: cfg.bounds(), MaxDataBytes: cfg.MaxDataBytes, MaxWatchesPerSession: cfg.MaxWatchesPerSession, SuperDigest: cfg.SuperDigest, SASLUsers: cfg.SASLUsers, Audit: audit,
+		MaxOutstanding: cfg.MaxOutstanding, MaxQueuedBytes: cfg.MaxQueuedBytes,
+		Clock: s.clock, Logger: log, Metrics: s.metrics, WaitServing: s.waitServing, ReadOnly: s.ReadOnly, Reconfig: s.reconfig,
+	}, cfg.Tick)
+	if err != nil {
+		return nil, err
+	}
+	s.sess = sess
 	for _, p := range cfg.Peers {
 		s.members[p.ID] = Member{ID: p.ID, RaftAddr: p.RaftAddr, GRPCAddr: p.GRPCAddr, Observer: p.Observer}
 	}
-	s.members[cfg.ID] = Member{ID: cfg.ID, RaftAddr: cfg.RaftAddr, GRPCAddr: cfg.GRPCAddr, Observer: cfg.Observer}
+	s.members[cfg.ID] = Member{ID: cfg.ID, RaftAddr: cfg.raftAdvertise(), GRPCAddr: cfg.GRPCAddr, Observer: cfg.Observer}
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("server: data dir: %w", err)
+	}
 	s.loadMembers()
 
 	if err := s.startGRPC(); err != nil {
 		return nil, err
 	}
-	if err := s.startRaft(); err != nil {
+	if err := s.startReplica(); err != nil {
 		s.grpc.Stop()
 		return nil, err
 	}
-	s.fwd = newForwarder(s)
-	// Serve only now: every service needs raft and the forwarder.
+	// Serve only now: every service needs the replica.
 	go s.grpc.Serve(s.grpcLis)
+	s.rep.Start()
 	if s.cfg.GossipAddr != "" {
 		if err := s.startGossip(); err != nil {
 			s.grpc.Stop()
-			s.raft.Shutdown()
-			s.transport.Close()
-			s.store.Close()
+			s.rep.Close()
 			return nil, err
 		}
 	}
@@ -152,6 +152,14 @@ func New(cfg Config) (*Server, error) {
 		if err := s.startZK(); err != nil {
 			s.Close()
 			return nil, err
+		}
+		s.mu.Lock()
+		m := s.members[s.cfg.ID]
+		m.ZKAddr = s.ZKAddr()
+		s.members[s.cfg.ID] = m
+		s.mu.Unlock()
+		if s.gossip != nil {
+			s.gossip.ml.UpdateNode(time.Second) // advertise the client port
 		}
 	}
 	if s.cfg.HTTPAddr != "" {
@@ -161,11 +169,8 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.checkDisk()
-	s.wg.Add(7)
+	s.wg.Add(4)
 	go s.leaderLossLoop()
-	go s.prop.run()
-	go s.followCommits()
-	go func() { defer s.wg.Done(); s.fsm.runApplier(s.logs, s.closing) }()
 	go s.leaderLoop()
 	go s.touchLoop()
 	go s.diskLoop()
@@ -173,129 +178,61 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-func (s *Server) startRaft() error {
-	dir := s.cfg.DataDir
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return fmt.Errorf("server: data dir: %w", err)
-	}
-	rc := raft.DefaultConfig()
-	rc.LocalID = raft.ServerID(s.cfg.ID)
-	rc.Logger = hclogger(s.log, "raft")
-	rc.BatchApplyCh = true
-	rc.MaxAppendEntries = 1024
-	rc.SnapshotThreshold = s.cfg.SnapshotThreshold
-	rc.TrailingLogs = s.cfg.TrailingLogs
-	scale := func(d time.Duration) time.Duration { return d * s.cfg.RaftTimeout / time.Second }
-	rc.HeartbeatTimeout = scale(rc.HeartbeatTimeout)
-	rc.ElectionTimeout = scale(rc.ElectionTimeout)
-	// A lease as long as the heartbeat timeout: a leader on a busy machine
-	// does not step down over one slow round.
-	rc.LeaderLeaseTimeout = rc.HeartbeatTimeout
-	// Followers learn that an entry committed from the leader's next
-	// AppendEntries; with nothing else to send, the leader sends one after
-	// CommitTimeout. A follower answers a write only once it has applied
-	// it, so this is directly on the latency of every write through a
-	// follower (raft's default 50 ms would add 50-100 ms).
-	rc.CommitTimeout = s.cfg.CommitTimeout
-	// Look for a snapshot to take often, so the log is compacted soon after
-	// SnapshotThreshold entries (raft's default looks every 2-4 minutes).
-	rc.SnapshotInterval = s.cfg.SnapshotInterval
-
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"), BoltOptions: boltOptions()})
-	if err != nil {
-		return fmt.Errorf("server: opening raft store: %w", err)
-	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hclogger(s.log, "snapshot"))
-	if err != nil {
-		store.Close()
-		return fmt.Errorf("server: snapshot store: %w", err)
-	}
+// startReplica opens raft's listener (through the gate) and starts the
+// replica on it.
+func (s *Server) startReplica() error {
 	addr, err := net.ResolveTCPAddr("tcp", s.cfg.RaftAddr)
 	if err != nil {
-		store.Close()
 		return fmt.Errorf("server: RaftAddr: %w", err)
 	}
 	var advertise net.Addr = addr
 	if addr.Port == 0 {
 		advertise = nil // the listener's address, once the kernel picked the port
 	}
+	if s.cfg.RaftAdvertise != "" {
+		if advertise, err = net.ResolveTCPAddr("tcp", s.cfg.RaftAdvertise); err != nil {
+			return fmt.Errorf("server: RaftAdvertise: %w", err)
+		}
+	}
 	lis, err := net.Listen("tcp", s.cfg.RaftAddr)
 	if err != nil {
-		store.Close()
 		return fmt.Errorf("server: raft transport: %w", err)
 	}
 	stream := &gatedStream{Listener: lis, advertise: advertise, gate: s.gate}
+	if s.tls != nil {
+		stream.tls = s.tls.serverConfig()
+	}
 	if a, ok := stream.Addr().(*net.TCPAddr); !ok || a.IP == nil || a.IP.IsUnspecified() {
 		lis.Close()
-		store.Close()
 		return fmt.Errorf("server: RaftAddr %s is not an address the other servers can reach this one at", s.cfg.RaftAddr)
 	}
-	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  stream,
-		MaxPool: 5, Timeout: 10 * time.Second, Logger: hclogger(s.log, "transport"),
-	})
-	if s.cfg.Bootstrap {
-		has, err := raft.HasExistingState(store, store, snaps)
-		if err != nil {
-			store.Close()
-			trans.Close()
-			return err
-		}
-		servers := []raft.Server{{Suffrage: raft.Voter, ID: raft.ServerID(s.cfg.ID), Address: trans.LocalAddr()}}
-		for _, p := range s.cfg.Peers {
-			if !p.Observer && p.ID != s.cfg.ID {
-				servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
-			}
-		}
-		if !has {
-			if err := raft.BootstrapCluster(rc, store, store, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
-				store.Close()
-				trans.Close()
-				return fmt.Errorf("server: bootstrap: %w", err)
-			}
+	var voters []raft.Server
+	for _, p := range s.cfg.Peers {
+		if !p.Observer {
+			voters = append(voters, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
 		}
 	}
-	// The leader reads recent entries back to replicate them; a cache of
-	// them spares it decoding them from bbolt for every follower.
-	logs, err := raft.NewLogCache(4096, store)
+	rc := replica.Config{
+		ID: s.cfg.ID, DataDir: s.cfg.DataDir, Observer: s.cfg.Observer,
+		Bootstrap: s.cfg.Bootstrap, BootstrapPeers: voters,
+		RaftTimeout: s.cfg.RaftTimeout, CommitTimeout: s.cfg.CommitTimeout,
+		SnapshotThreshold: s.cfg.SnapshotThreshold, TrailingLogs: s.cfg.TrailingLogs, SnapshotInterval: s.cfg.SnapshotInterval,
+		SnapshotLogBytes: s.cfg.SnapshotLogBytes, LogStoreKind: s.cfg.LogStore,
+		EnforceQuota: s.cfg.EnforceQuota,
+		Stream:       stream, Peers: replicaPeers{s}, Watcher: s.sess, Clock: s.clock, Logger: s.log,
+		Stages: s.metrics,
+	}
+	if st := s.cfg.Stores; st != nil {
+		rc.LogStore, rc.StableStore, rc.Snapshots = st.Log, st.Stable, st.Snapshots
+	}
+	rep, err := replica.New(rc)
 	if err != nil {
-		store.Close()
-		trans.Close()
+		lis.Close()
 		return err
 	}
-	r, err := raft.NewRaft(rc, s.fsm, kickingLogStore{LogStore: logs, fsm: s.fsm}, store, snaps, trans)
-	if err != nil {
-		store.Close()
-		trans.Close()
-		return fmt.Errorf("server: starting raft: %w", err)
-	}
-	s.raft, s.store, s.logs, s.transport = r, store, logs, trans
+	s.rep, s.raft = rep, rep.Raft()
+	s.sess.Attach(rep)
 	return nil
-}
-
-// bootNonce returns 16 hex digits from the system's random source: with 64
-// random bits, two boots of servers with one id share an origin with
-// negligible odds.
-func bootNonce() (string, error) {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("server: drawing the boot nonce: %w", err)
-	}
-	return hex.EncodeToString(b[:]), nil
-}
-
-// boltOptions tunes the raft log's bbolt file for a write path that commits
-// one small transaction per batch of entries: the freelist is not written
-// at each commit (bbolt rebuilds it when it opens the file), which saves a
-// page write per commit, and the map is large from the start so it is
-// rarely remapped under a running write load.
-func boltOptions() *bbolt.Options {
-	return &bbolt.Options{
-		Timeout:         time.Second,
-		NoFreelistSync:  true,
-		FreelistType:    bbolt.FreelistMapType,
-		InitialMmapSize: 64 << 20,
-	}
 }
 
 func (s *Server) startGRPC() error {
@@ -304,8 +241,12 @@ func (s *Server) startGRPC() error {
 		return fmt.Errorf("server: gRPC listener: %w", err)
 	}
 	s.grpcLis = lis
-	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(s.cfg.MaxRequestBytes), grpc.MaxSendMsgSize(s.cfg.MaxRequestBytes+1<<20),
-		grpc.ChainUnaryInterceptor(s.gate.unaryInterceptor), grpc.ChainStreamInterceptor(s.gate.streamInterceptor))
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(s.cfg.MaxRequestBytes), grpc.MaxSendMsgSize(s.cfg.MaxRequestBytes + 1<<20),
+		grpc.ChainUnaryInterceptor(s.gate.unaryInterceptor), grpc.ChainStreamInterceptor(s.gate.streamInterceptor)}
+	if s.tls != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(s.tls.serverConfig())))
+	}
+	s.grpc = grpc.NewServer(opts...)
 	api.RegisterCoordServer(s.grpc, &coordService{s: s})
 	api.RegisterAdminServer(s.grpc, &adminService{s: s})
 	api.RegisterInternalServer(s.grpc, &internalService{s: s})
@@ -324,7 +265,7 @@ func (s *Server) ID() string { return s.cfg.ID }
 func (s *Server) GRPCAddr() string { return s.grpcLis.Addr().String() }
 
 // RaftAddr returns the raft transport's address.
-func (s *Server) RaftAddr() string { return string(s.transport.LocalAddr()) }
+func (s *Server) RaftAddr() string { return s.rep.Addr() }
 
 // IsLeader reports whether this server leads the cluster now.
 func (s *Server) IsLeader() bool { return s.raft.State() == raft.Leader }
@@ -344,12 +285,12 @@ func (s *Server) Role() string {
 }
 
 // View returns the current state of this server's state machine.
-func (s *Server) View() *fsm.View { return s.fsm.fsm.View() }
+func (s *Server) View() *fsm.View { return s.rep.View() }
 
 // AppliedIndex is the raft index of the last entry this server applied.
-func (s *Server) AppliedIndex() uint64 { return s.fsm.applied.Load() }
+func (s *Server) AppliedIndex() uint64 { return s.rep.Applied() }
 
-var errClosed = errors.New("server: closed")
+var errClosed = replica.ErrClosed
 
 // Close stops the server: clients are disconnected (their sessions live on
 // in the cluster), raft shuts down and the stores are closed.
@@ -357,14 +298,8 @@ func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		close(s.closing)
-		s.mu.Lock()
-		conns := make([]*conn, 0, len(s.conns))
-		for _, c := range s.conns {
-			conns = append(conns, c)
-		}
-		s.mu.Unlock()
-		for _, c := range conns {
-			c.shut(nil)
+		for _, c := range s.sess.Conns() {
+			c.Shut(nil)
 		}
 		if s.gossip != nil {
 			s.gossip.leave()
@@ -375,89 +310,17 @@ func (s *Server) Close() error {
 		if s.zkLis != nil {
 			s.zkLis.Close()
 		}
-		s.grpc.Stop()
-		s.fwd.close()
-		s.peers.close()
-		err = s.raft.Shutdown().Error()
-		s.fsm.failAll(errClosed)
-		s.wg.Wait()
-		if cerr := s.transport.Close(); err == nil {
-			err = cerr
+		if s.secureZKLis != nil {
+			s.secureZKLis.Close()
 		}
-		if cerr := s.store.Close(); err == nil {
-			err = cerr
+		s.grpc.Stop()
+		s.peers.close()
+		err = s.rep.Close()
+		s.wg.Wait()
+		s.sess.Close()
+		if s.auditFile != nil {
+			s.auditFile.Close()
 		}
 	})
 	return err
-}
-
-// afterApply runs inside apply, under the FSM's exclusive lock, after each
-// command: it keeps the session tracker in step with the log and delivers
-// watch events to the sessions connected here.
-func (s *Server) afterApply(cmd *fsm.Command, res fsm.Result, triggers []fsm.Trigger) {
-	switch {
-	case cmd.Type == fsm.CmdCreateSession && res.Err == nil:
-		timeout := time.Duration(cmd.Timeout) * time.Millisecond
-		s.tracker.Add(res.SessionID, timeout)
-	case cmd.Type == fsm.CmdAttachSession && res.Err == nil:
-		// The session moved to another connection: the one here, if any,
-		// is stale and goes, as ZooKeeper closes it.
-		s.mu.Lock()
-		c := s.conns[cmd.Session]
-		s.mu.Unlock()
-		if c != nil && c.owner != cmd.Owner {
-			go c.shut(fmt.Errorf("session 0x%x moved", cmd.Session))
-		}
-	case cmd.Type == fsm.CmdCloseSession && res.Err == nil:
-		s.mu.Lock()
-		delete(s.touched, cmd.Session)
-		c := s.conns[cmd.Session]
-		s.mu.Unlock()
-		s.tracker.Remove(cmd.Session)
-		s.watches.RemoveSession(cmd.Session)
-		if c != nil {
-			c.sessionClosed()
-		}
-	}
-	if len(triggers) == 0 {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, t := range triggers {
-		for _, ev := range s.watches.Trigger(t) {
-			if c := s.conns[ev.Session]; c != nil {
-				c.event(&api.WatchEvent{Type: int32(ev.Type), State: stateSyncConnected, Path: ev.Path, Zxid: ev.Zxid})
-			}
-		}
-	}
-}
-
-// afterRestore rebuilds what derives from the state after a snapshot was
-// installed, and disconnects local clients so they re-attach and re-register
-// their watches against the new state.
-func (s *Server) afterRestore() {
-	v := s.fsm.fsm.View()
-	fresh := map[int64]time.Duration{}
-	for _, info := range v.Sessions() {
-		fresh[info.ID] = time.Duration(info.Timeout) * time.Millisecond
-	}
-	s.mu.Lock()
-	conns := make([]*conn, 0, len(s.conns))
-	for _, c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
-	for _, id := range s.tracker.IDs() {
-		if _, ok := fresh[id]; !ok {
-			s.tracker.Remove(id)
-		}
-	}
-	for id, t := range fresh {
-		s.tracker.Add(id, t)
-	}
-	s.tracker.ResetAll(s.clock.Now())
-	for _, c := range conns {
-		go c.shut(errors.New("server state replaced by a snapshot"))
-	}
 }

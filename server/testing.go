@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -138,47 +139,82 @@ func (c *TestCluster) Restart(i int) *Server {
 	return s
 }
 
+// waitFor waits until cond holds, re-checking it whenever any server's
+// state changes (raft's role or leader, an applied entry; see
+// replica.Changed), for at most limit; it reports whether cond held.
+func (c *TestCluster) waitFor(limit time.Duration, cond func() bool) bool {
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	for {
+		// Take the channels before checking: a change after the check
+		// closes one of them.
+		cases := make([]reflect.SelectCase, 0, len(c.Servers)+1)
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)})
+		for _, s := range c.Servers {
+			if !s.isClosed() {
+				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.rep.Changed())})
+			}
+		}
+		if cond() {
+			return true
+		}
+		if chosen, _, _ := reflect.Select(cases); chosen == 0 {
+			return cond()
+		}
+	}
+}
+
 // Leader waits for a leader among the running servers and returns its index.
 func (c *TestCluster) Leader() int {
 	c.tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	leader := -1
+	found := c.waitFor(10*time.Second, func() bool {
 		for i, s := range c.Servers {
 			if !s.isClosed() && s.IsLeader() {
-				return i
+				leader = i
+				return true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		return false
+	})
+	if !found {
+		c.tb.Fatal("no leader within 10s")
 	}
-	c.tb.Fatal("no leader within 10s")
-	return -1
+	return leader
 }
 
 // WaitMembers waits until the leader's configuration has the given numbers
 // of voters and non-voters.
 func (c *TestCluster) WaitMembers(voters, observers int) {
 	c.tb.Helper()
-	deadline := time.Now().Add(20 * time.Second)
 	var v, o int
-	for time.Now().Before(deadline) {
-		l := c.Servers[c.Leader()]
-		f := l.raft.GetConfiguration()
-		if f.Error() == nil {
-			v, o = 0, 0
-			for _, srv := range f.Configuration().Servers {
-				if srv.Suffrage == raft.Voter {
-					v++
-				} else {
-					o++
-				}
-			}
-			if v == voters && o == observers {
-				return
+	ok := c.waitFor(20*time.Second, func() bool {
+		v, o = 0, 0
+		var l *Server
+		for _, s := range c.Servers {
+			if !s.isClosed() && s.IsLeader() {
+				l = s
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		if l == nil {
+			return false
+		}
+		f := l.raft.GetConfiguration()
+		if f.Error() != nil {
+			return false
+		}
+		for _, srv := range f.Configuration().Servers {
+			if srv.Suffrage == raft.Voter {
+				v++
+			} else {
+				o++
+			}
+		}
+		return v == voters && o == observers
+	})
+	if !ok {
+		c.tb.Fatalf("cluster has %d voters and %d non-voters, want %d and %d", v, o, voters, observers)
 	}
-	c.tb.Fatalf("cluster has %d voters and %d non-voters, want %d and %d", v, o, voters, observers)
 }
 
 // ZKAddrs returns the ZooKeeper protocol addresses of the running servers.

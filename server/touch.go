@@ -10,21 +10,6 @@ import (
 	"coord/api"
 )
 
-// touchLocal records that a session was heard from. On the leader it
-// extends the session's deadline at once; elsewhere it is reported to the
-// leader with the next batch. It reports whether the session is known.
-func (s *Server) touchLocal(id int64) bool {
-	// The tracker follows the log on every server, so it knows every
-	// session and its timeout (one copy, from the session table).
-	ok := s.tracker.TouchStored(id)
-	if ok && s.raft.State() != raft.Leader {
-		s.mu.Lock()
-		s.touched[id] = struct{}{}
-		s.mu.Unlock()
-	}
-	return ok
-}
-
 // touchLoop reports the sessions heard from here to the leader, twice a
 // tick, in one call.
 func (s *Server) touchLoop() {
@@ -37,13 +22,7 @@ func (s *Server) touchLoop() {
 			return
 		case <-tick.C:
 		}
-		s.mu.Lock()
-		ids := make([]int64, 0, len(s.touched))
-		for id := range s.touched {
-			ids = append(ids, id)
-		}
-		clear(s.touched)
-		s.mu.Unlock()
+		ids := s.sess.TakeTouched()
 		if len(ids) == 0 || s.raft.State() == raft.Leader {
 			continue
 		}

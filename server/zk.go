@@ -3,32 +3,33 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
-	"coord/api"
 	"coord/fsm"
+	"coord/server/sessions"
+	"coord/watch"
 	"coord/zk"
 )
 
 // The ZooKeeper protocol front end: unmodified ZooKeeper clients speak to
 // the same sessions, request path and watches as gRPC clients. This file
-// only translates: a jute request becomes an api.Request handed to
-// conn.handle, and the session's ordered outbound messages become jute
-// replies and notifications.
+// only translates: a jute request becomes the session layer's request
+// (message.go) handed to conn.handle, and the session's ordered replies and
+// events become jute replies and notifications, with nothing in between.
 
 func (s *Server) startZK() error {
 	lis, err := net.Listen("tcp", s.cfg.ZKAddr)
 	if err != nil {
 		return fmt.Errorf("server: ZooKeeper listener: %w", err)
+	}
+	if s.tls != nil {
+		lis = &unifiedListener{Listener: lis, tls: s.tls.serverConfig(), tlsOnly: s.cfg.TLSOnly}
 	}
 	s.zkLis = lis
 	s.wg.Add(1)
@@ -36,6 +37,18 @@ func (s *Server) startZK() error {
 		defer s.wg.Done()
 		s.acceptZK(lis)
 	}()
+	if s.cfg.SecureZKAddr != "" {
+		slis, err := net.Listen("tcp", s.cfg.SecureZKAddr)
+		if err != nil {
+			return fmt.Errorf("server: secure ZooKeeper listener: %w", err)
+		}
+		s.secureZKLis = tls.NewListener(slis, s.tls.serverConfig())
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.acceptZK(s.secureZKLis)
+		}()
+	}
 	return nil
 }
 
@@ -94,6 +107,14 @@ func (s *Server) handshakeFailed(err error) {
 	}
 }
 
+// SecureZKAddr returns the TLS-only ZooKeeper port's address ("" when off).
+func (s *Server) SecureZKAddr() string {
+	if s.secureZKLis == nil {
+		return ""
+	}
+	return s.secureZKLis.Addr().String()
+}
+
 // ZKAddr returns the ZooKeeper protocol listener's address ("" when off).
 func (s *Server) ZKAddr() string {
 	if s.zkLis == nil {
@@ -102,25 +123,24 @@ func (s *Server) ZKAddr() string {
 	return s.zkLis.Addr().String()
 }
 
-// zkPending is what the writer needs to encode a response: the request's
-// op (and a multi's op types), in request order.
-type zkPending struct {
-	xid      int32
-	op       zk.OpCode
-	multi    []zk.OpCode
-	override fsm.Code // answer with this code instead (ops coord refuses)
-	close    bool     // close the connection after this reply
+// zkTag is what the writer needs to shape a request's jute reply beyond
+// what the session layer answers; it travels as the request's tag and
+// comes back with the reply.
+type zkTag struct {
+	op    zk.OpCode
+	multi []zk.OpCode // the types of a multi's results
+	// marshalAt is 1 + the index of a multi's first op that fails the
+	// whole multi with MarshallingError if it is reached (multiOp); 0 if none.
+	marshalAt int
+	close     bool // close the connection after this reply
 }
 
 // zkConn is one ZooKeeper protocol connection.
 type zkConn struct {
 	s   *Server
 	nc  net.Conn
-	c   *conn
+	c   *sessions.Conn
 	max int
-
-	mu      sync.Mutex
-	pending []zkPending
 
 	received, sent atomic.Int64
 	lastOp         atomic.Value // string
@@ -154,12 +174,15 @@ func (s *Server) serveZK(nc net.Conn) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*s.leaderWait())
-	c, resp, err := s.connect(ctx, &api.ConnectRequest{SessionId: creq.SessionID, Password: creq.Passwd,
-		TimeoutMs: creq.TimeOut, LastZxid: creq.LastZxidSeen}, ipOf(nc.RemoteAddr()))
+	cr := &sessions.ConnectRequest{SessionID: creq.SessionID, Password: creq.Passwd,
+		TimeoutMs: creq.TimeOut, LastZxid: creq.LastZxidSeen, ReadOnly: creq.ReadOnly}
+	if id, ok := x509Identity(connTLSState(nc)); ok {
+		cr.Auth = append(cr.Auth, id)
+	}
+	c, resp, err := s.sess.Connect(ctx, cr, ipOf(nc.RemoteAddr()))
 	cancel()
 	if err != nil {
-		switch status.Code(err) {
-		case codes.NotFound, codes.Unauthenticated:
+		if errors.Is(err, sessions.ErrSessionExpired) || errors.Is(err, sessions.ErrWrongPassword) {
 			// ZooKeeper answers an expired session or a wrong password
 			// with a zero session, which clients report as expired.
 			refusal := creq.Refusal()
@@ -168,9 +191,9 @@ func (s *Server) serveZK(nc net.Conn) {
 		s.log.Info("ZooKeeper connect refused", "remote", nc.RemoteAddr(), "err", err)
 		return
 	}
-	cresp := creq.Response(resp.TimeoutMs, resp.SessionId, resp.Password, false)
+	cresp := creq.Response(resp.TimeoutMs, resp.SessionID, resp.Password, resp.ReadOnly)
 	if _, err := nc.Write(zk.AppendConnectResponse(nil, &cresp)); err != nil {
-		c.shut(err)
+		c.Shut(err)
 		return
 	}
 	zc := &zkConn{s: s, nc: nc, c: c, max: s.cfg.MaxFrameBytes, established: time.Now()}
@@ -192,57 +215,62 @@ func (s *Server) serveZK(nc net.Conn) {
 // that ends the connection. A client silent for longer than its session
 // timeout is disconnected (its session then expires unless it re-attaches).
 func (zc *zkConn) readLoop(br *bufio.Reader, timeout time.Duration) {
-	defer zc.c.shut(nil)
+	defer zc.c.Shut(nil)
 	for {
 		zc.nc.SetReadDeadline(time.Now().Add(timeout))
 		frame, err := zk.ReadFrame(br, zc.max)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				zc.s.log.Debug("ZooKeeper connection read", "session", sessionHex(zc.c.id), "err", err)
+				zc.s.log.Debug("ZooKeeper connection read", "session", fmt.Sprintf("0x%x", zc.c.ID()), "err", err)
 			}
 			return
 		}
 		zc.received.Add(1)
-		zc.s.touchLocal(zc.c.id)
+		zc.s.sess.Touch(zc.c.ID())
 		h, body, err := zk.DecodeRequest(frame)
 		if err != nil && h == (zk.RequestHeader{}) {
 			return // not even a header: the stream is beyond saving
 		}
-		req, p := zc.translate(h, body, err)
+		req, tag := zc.translate(h, body, err)
 		zc.lastOp.Store(zk.LastOpName(h.Type))
 		if h.Xid >= 0 {
 			zc.lastXid.Store(int64(h.Xid))
 		}
-		zc.mu.Lock()
-		zc.pending = append(zc.pending, p)
-		zc.mu.Unlock()
-		zc.c.handle(req)
-		if p.close {
+		zc.c.Handle(req)
+		if tag.close {
 			return
 		}
 	}
 }
 
-// translate maps a decoded jute request to the one request path's form.
-func (zc *zkConn) translate(h zk.RequestHeader, body zk.Record, decodeErr error) (*api.Request, zkPending) {
-	p := zkPending{xid: h.Xid, op: h.Type}
-	req := &api.Request{Xid: int64(h.Xid)}
+// translate maps a decoded jute request to the session layer's request,
+// with the tag its reply will need. A request coord does not serve is
+// refused with a code, in its place among the session's replies.
+func (zc *zkConn) translate(h zk.RequestHeader, body zk.Record, decodeErr error) (*sessions.Request, zkTag) {
+	tag := zkTag{op: h.Type}
+	req := &sessions.Request{Xid: int64(h.Xid)}
+	refuse := func(code fsm.Code, close bool) {
+		req.Kind, req.Code, tag.close = sessions.OpRefuse, code, close
+	}
 	if decodeErr != nil {
 		// An unknown op is answered Unimplemented and the connection closed;
 		// a body that does not decode gets MarshallingError.
-		p.override = zk.CodeOf(decodeErr)
-		p.close = p.override == fsm.Unimplemented
-		return req, p
+		code := zk.CodeOf(decodeErr)
+		refuse(code, code == fsm.Unimplemented)
+		req.Tag = tag
+		return req, tag
 	}
 	switch b := body.(type) {
 	case nil:
 		switch h.Type {
 		case zk.OpPing:
-			req.Op = &api.Request_Ping{Ping: &api.Ping{}}
+			req.Kind = sessions.OpPing
 		case zk.OpCloseSession:
-			req.Op = &api.Request_Close{Close: &api.CloseSession{}}
+			req.Kind = sessions.OpClose
 		case zk.OpWhoAmI:
-			req.Op = &api.Request_WhoAmI{WhoAmI: &api.WhoAmIRequest{}}
+			req.Kind = sessions.OpWhoAmI
+		default:
+			refuse(fsm.Unimplemented, true)
 		}
 	case *zk.CreateRequest:
 		mode := b.Flags
@@ -255,108 +283,129 @@ func (zc *zkConn) translate(h zk.RequestHeader, body zk.Record, decodeErr error)
 		if mode.IsTTL() {
 			mode = -1 // TTL modes come only with createTTL
 		}
-		req.Op = &api.Request_Create{Create: createToAPI(b.Path, b.Data, b.ACL, mode, 0)}
+		req.Kind, req.Write = sessions.OpCreate, createOp(b.Path, b.Data, b.ACL, mode, 0)
 	case *zk.CreateTTLRequest:
 		mode := b.Flags
 		if !mode.IsTTL() {
 			mode = -1 // ZooKeeper: BadArguments
 		}
-		req.Op = &api.Request_Create{Create: createToAPI(b.Path, b.Data, b.ACL, mode, b.TTL)}
+		req.Kind, req.Write = sessions.OpCreate, createOp(b.Path, b.Data, b.ACL, mode, b.TTL)
 	case *zk.DeleteRequest:
-		req.Op = &api.Request_Delete{Delete: &api.DeleteRequest{Path: b.Path, Version: b.Version}}
+		req.Kind, req.Write = sessions.OpDelete, fsm.Op{Type: fsm.CmdDelete, Path: b.Path, Version: b.Version}
 	case *zk.ExistsRequest:
-		req.Op = &api.Request_Exists{Exists: &api.ExistsRequest{Path: b.Path, Watch: b.Watch}}
+		req.Kind, req.Path, req.Watch = sessions.OpExists, b.Path, b.Watch
 	case *zk.GetDataRequest:
-		req.Op = &api.Request_GetData{GetData: &api.GetDataRequest{Path: b.Path, Watch: b.Watch}}
+		req.Kind, req.Path, req.Watch = sessions.OpGetData, b.Path, b.Watch
 	case *zk.SetDataRequest:
-		req.Op = &api.Request_SetData{SetData: &api.SetDataRequest{Path: b.Path, Data: b.Data, NullData: b.Data == nil, Version: b.Version}}
+		req.Kind, req.Write = sessions.OpSetData, fsm.Op{Type: fsm.CmdSetData, Path: b.Path, Data: b.Data, Version: b.Version}
 	case *zk.GetACLRequest:
-		req.Op = &api.Request_GetAcl{GetAcl: &api.GetACLRequest{Path: b.Path}}
+		req.Kind, req.Path = sessions.OpGetACL, b.Path
 	case *zk.SetACLRequest:
-		req.Op = &api.Request_SetAcl{SetAcl: &api.SetACLRequest{Path: b.Path, Acl: api.ACLToAPI(b.ACL), Version: b.Version}}
+		req.Kind, req.Write = sessions.OpSetACL, fsm.Op{Type: fsm.CmdSetACL, Path: b.Path, ACL: b.ACL, Version: b.Version}
 	case *zk.GetChildrenRequest:
-		req.Op = &api.Request_GetChildren{GetChildren: &api.GetChildrenRequest{Path: b.Path, Watch: b.Watch}}
+		req.Kind, req.Path, req.Watch = sessions.OpGetChildren, b.Path, b.Watch
 	case *zk.GetChildren2Request:
-		req.Op = &api.Request_GetChildren{GetChildren: &api.GetChildrenRequest{Path: b.Path, Watch: b.Watch}}
+		req.Kind, req.Path, req.Watch = sessions.OpGetChildren, b.Path, b.Watch
 	case *zk.SyncRequest:
-		req.Op = &api.Request_Sync{Sync: &api.SyncRequest{Path: b.Path}}
+		req.Kind, req.Path = sessions.OpSync, b.Path
 	case *zk.MultiRequest:
 		if h.Type == zk.OpMultiRead {
-			m := &api.MultiReadRequest{}
-			for _, op := range b.Ops {
-				p.multi = append(p.multi, op.Type)
+			// The results carry their reads' kinds: no op types needed.
+			req.Kind, req.Reads = sessions.OpMultiRead, make([]sessions.ReadOp, len(b.Ops))
+			for i, op := range b.Ops {
+				kind := sessions.OpGetChildren
 				if op.Type == zk.OpGetData {
-					m.Ops = append(m.Ops, &api.MultiReadOp{Op: &api.MultiReadOp_GetData{GetData: &api.GetDataRequest{Path: op.Path}}})
-				} else {
-					m.Ops = append(m.Ops, &api.MultiReadOp{Op: &api.MultiReadOp_GetChildren{GetChildren: &api.GetChildrenRequest{Path: op.Path}}})
+					kind = sessions.OpGetData
 				}
+				req.Reads[i] = sessions.ReadOp{Kind: kind, Path: op.Path}
 			}
-			req.Op = &api.Request_MultiRead{MultiRead: m}
 			break
 		}
-		m := &api.MultiRequest{}
-		for _, op := range b.Ops {
-			p.multi = append(p.multi, op.Type)
-			m.Ops = append(m.Ops, multiOpToAPI(op))
+		req.Kind, req.Writes = sessions.OpMulti, make([]fsm.Op, len(b.Ops))
+		tag.multi = make([]zk.OpCode, len(b.Ops))
+		for i, op := range b.Ops {
+			var marshal bool
+			req.Writes[i], tag.multi[i], marshal = multiOp(op)
+			if marshal && tag.marshalAt == 0 {
+				tag.marshalAt = i + 1
+			}
 		}
-		req.Op = &api.Request_Multi{Multi: m}
 	case *zk.CheckWatchesRequest:
-		req.Op = &api.Request_CheckWatches{CheckWatches: &api.CheckWatchesRequest{Path: b.Path, Type: int32(b.Type)}}
+		req.Kind, req.Path, req.WatcherType = sessions.OpCheckWatches, b.Path, watch.WatcherType(b.Type)
 	case *zk.RemoveWatchesRequest:
-		req.Op = &api.Request_RemoveWatches{RemoveWatches: &api.RemoveWatchesRequest{Path: b.Path, Type: int32(b.Type)}}
+		req.Kind, req.Path, req.WatcherType = sessions.OpRemoveWatches, b.Path, watch.WatcherType(b.Type)
 	case *zk.AddWatchRequest:
-		req.Op = &api.Request_AddWatch{AddWatch: &api.AddWatchRequest{Path: b.Path, Mode: int32(b.Mode)}}
+		req.Kind, req.Path, req.WatchMode = sessions.OpAddWatch, b.Path, watch.AddWatchMode(b.Mode)
 	case *zk.AuthPacket:
-		req.Op = &api.Request_Auth{Auth: &api.AuthRequest{Scheme: b.Scheme, Auth: b.Auth}}
+		req.Kind, req.Scheme, req.Auth = sessions.OpAuth, b.Scheme, b.Auth
 	case *zk.SetWatches:
-		req.Op = &api.Request_SetWatches{SetWatches: &api.WatchSet{RelativeZxid: b.RelativeZxid,
-			Data: b.DataWatches, Exist: b.ExistWatches, Child: b.ChildWatches}}
+		req.Kind, req.Watches = sessions.OpSetWatches, &sessions.WatchSet{RelativeZxid: b.RelativeZxid, Watches: watch.WatchSet{
+			DataWatches: b.DataWatches, ExistWatches: b.ExistWatches, ChildWatches: b.ChildWatches}}
 	case *zk.SetWatches2:
-		req.Op = &api.Request_SetWatches{SetWatches: &api.WatchSet{RelativeZxid: b.RelativeZxid,
-			Data: b.DataWatches, Exist: b.ExistWatches, Child: b.ChildWatches,
-			Persistent: b.PersistentWatches, PersistentRecursive: b.PersistentRecursiveWatches}}
+		req.Kind, req.Watches = sessions.OpSetWatches, &sessions.WatchSet{RelativeZxid: b.RelativeZxid, Watches: watch.WatchSet{
+			DataWatches: b.DataWatches, ExistWatches: b.ExistWatches, ChildWatches: b.ChildWatches,
+			PersistentWatches: b.PersistentWatches, PersistentRecursiveWatches: b.PersistentRecursiveWatches}}
 	case *zk.GetEphemeralsRequest:
-		req.Op = &api.Request_GetEphemerals{GetEphemerals: &api.GetEphemeralsRequest{Prefix: b.PrefixPath}}
+		req.Kind, req.Path = sessions.OpGetEphemerals, b.PrefixPath
 	case *zk.GetAllChildrenNumberRequest:
-		req.Op = &api.Request_GetAllChildrenNumber{GetAllChildrenNumber: &api.GetAllChildrenNumberRequest{Path: b.Path}}
+		req.Kind, req.Path = sessions.OpGetAllChildrenNumber, b.Path
 	case *zk.ReconfigRequest:
-		p.override = fsm.ReconfigDisabled // membership changes go through coord's Admin API
-	case *zk.CheckVersionRequest, *zk.DeleteContainerRequest, *zk.SASLRequest:
-		// A standalone check, a client's deleteContainer and SASL are not
+		req.Kind, req.Reconfig = sessions.OpReconfig, &sessions.ReconfigArgs{
+			Joining: b.JoiningServers, Leaving: b.LeavingServers, NewMembers: b.NewMembers, FromConfig: b.CurConfigID}
+	case *zk.SASLRequest:
+		if len(zc.s.cfg.SASLUsers) == 0 {
+			// No SASL users: Unimplemented, and the connection is closed.
+			refuse(fsm.Unimplemented, true)
+			break
+		}
+		req.Kind, req.Auth = sessions.OpSASL, b.Token
+	case *zk.CheckVersionRequest, *zk.DeleteContainerRequest:
+		// A standalone check and a client's deleteContainer are not
 		// served: Unimplemented, and the connection is closed.
-		p.override, p.close = fsm.Unimplemented, true
+		refuse(fsm.Unimplemented, true)
 	default:
-		p.override, p.close = fsm.Unimplemented, true
+		refuse(fsm.Unimplemented, true)
 	}
-	return req, p
+	req.Tag = tag
+	return req, tag
 }
 
-func createToAPI(path string, data []byte, acl []fsm.ACL, mode fsm.CreateMode, ttl int64) *api.CreateRequest {
-	return &api.CreateRequest{Path: path, Data: data, NullData: data == nil, Acl: api.ACLToAPI(acl), Mode: int32(mode), Ttl: ttl}
+// createOp is a create with mode already checked against its op (-1 when
+// ZooKeeper would refuse it with BadArguments). Jute's data is already in
+// the session layer's form: nil is null data.
+func createOp(path string, data []byte, acl []fsm.ACL, mode fsm.CreateMode, ttl int64) fsm.Op {
+	return fsm.Op{Type: fsm.CmdCreate, Path: path, Data: data, ACL: acl, Mode: mode, TTL: ttl}
 }
 
-func multiOpToAPI(op zk.MultiOp) *api.MultiOp {
+// multiOp is one op of a multi as the state machine takes it, with the op
+// type its result reports. ZooKeeper rebuilds a multi's creates from their
+// flags (MultiOperationRecord): the create's op type only matters for a
+// TTL, which only createTTL carries, and the result is create2's for a
+// container or TTL node and create's for any other. A TTL mode on another
+// create type fails the whole multi with MarshallingError once every op
+// before it has passed (marshal: the op applies as BadArguments, and the
+// reply turns that into the header's error).
+func multiOp(op zk.MultiOp) (w fsm.Op, result zk.OpCode, marshal bool) {
 	switch op.Type {
 	case zk.OpCreate, zk.OpCreate2, zk.OpCreateContainer, zk.OpCreateTTL:
 		mode := op.Flags
 		switch {
-		case op.Type == zk.OpCreateTTL && !mode.IsTTL(), op.Type != zk.OpCreateTTL && mode.IsTTL(),
-			op.Type == zk.OpCreateContainer && mode != fsm.ModeContainer:
-			mode = -1
+		case mode.IsTTL() && op.Type != zk.OpCreateTTL:
+			return fsm.Op{}, zk.OpError, true
+		case mode.IsTTL():
+			return createOp(op.Path, op.Data, op.ACL, mode, op.TTL), zk.OpCreate2, false
+		case mode == fsm.ModeContainer:
+			return createOp(op.Path, op.Data, op.ACL, mode, 0), zk.OpCreate2, false
 		}
-		ttl := int64(0)
-		if op.Type == zk.OpCreateTTL {
-			ttl = op.TTL
-		}
-		return &api.MultiOp{Op: &api.MultiOp_Create{Create: createToAPI(op.Path, op.Data, op.ACL, mode, ttl)}}
+		return createOp(op.Path, op.Data, op.ACL, mode, 0), zk.OpCreate, false
 	case zk.OpDelete:
-		return &api.MultiOp{Op: &api.MultiOp_Delete{Delete: &api.DeleteRequest{Path: op.Path, Version: op.Version}}}
+		return fsm.Op{Type: fsm.CmdDelete, Path: op.Path, Version: op.Version}, op.Type, false
 	case zk.OpSetData:
-		return &api.MultiOp{Op: &api.MultiOp_SetData{SetData: &api.SetDataRequest{Path: op.Path, Data: op.Data, NullData: op.Data == nil, Version: op.Version}}}
+		return fsm.Op{Type: fsm.CmdSetData, Path: op.Path, Data: op.Data, Version: op.Version}, op.Type, false
 	case zk.OpCheck:
-		return &api.MultiOp{Op: &api.MultiOp_Check{Check: &api.CheckRequest{Path: op.Path, Version: op.Version}}}
+		return fsm.Op{Type: fsm.CmdCheck, Path: op.Path, Version: op.Version}, op.Type, false
 	}
-	return &api.MultiOp{} // applies as BadArguments
+	return fsm.Op{}, op.Type, false // applies as BadArguments
 }
 
 // writeLoop sends the session's outbound messages as jute frames until the
@@ -365,7 +414,7 @@ func (zc *zkConn) writeLoop() {
 	bw := bufio.NewWriterSize(zc.nc, 64<<10)
 	var buf []byte
 	for {
-		msgs, ok := zc.c.out.next()
+		msgs, ok := zc.c.Next()
 		if !ok {
 			bw.Flush()
 			return
@@ -373,134 +422,136 @@ func (zc *zkConn) writeLoop() {
 		for _, m := range msgs {
 			buf = buf[:0]
 			closeAfter := false
-			switch x := m.Msg.(type) {
-			case *api.ServerMessage_Event:
-				ev := x.Event
-				buf = zk.AppendEvent(buf, -1, &zk.WatcherEvent{Type: zk.EventType(ev.Type), State: zk.KeeperState(ev.State), Path: ev.Path})
-			case *api.ServerMessage_Response:
-				zc.mu.Lock()
-				if len(zc.pending) == 0 {
-					zc.mu.Unlock()
-					continue // cannot happen: one response per request
-				}
-				p := zc.pending[0]
-				zc.pending = zc.pending[1:]
-				zc.mu.Unlock()
-				if (x.Response.Err == int32(fsm.ConnectionLoss) || x.Response.Err == int32(fsm.SessionMoved)) && p.override == fsm.OK {
+			switch m := m.(type) {
+			case *sessions.Event:
+				buf = zk.AppendEvent(buf, -1, &zk.WatcherEvent{Type: zk.EventType(m.Type), State: m.State, Path: m.Path})
+			case *sessions.Reply:
+				if m.Err == fsm.ConnectionLoss || m.Err == fsm.SessionMoved {
 					// ZooKeeper never sends ConnectionLoss, and answers a
 					// request on a connection its session left
 					// (SessionMoved) by closing it: the client reports the
 					// loss itself.
 					bw.Flush()
-					zc.c.shut(nil)
+					zc.c.Shut(nil)
 					return
 				}
-				buf = zc.encodeReply(buf, p, x.Response)
-				closeAfter = p.close || (p.op == zk.OpAuth && x.Response.Err == int32(fsm.AuthFailed))
+				tag, _ := m.Tag.(zkTag)
+				buf = encodeReply(buf, tag, m)
+				closeAfter = tag.close || ((tag.op == zk.OpAuth || tag.op == zk.OpSASL) && m.Err == fsm.AuthFailed)
 			default:
 				continue
 			}
 			if _, err := bw.Write(buf); err != nil {
-				zc.c.shut(err)
+				zc.c.Shut(err)
 				return
 			}
 			zc.sent.Add(1)
 			if closeAfter {
 				bw.Flush()
-				zc.c.shut(nil)
+				zc.c.Shut(nil)
 				return
 			}
 		}
 		if err := bw.Flush(); err != nil {
-			zc.c.shut(err)
+			zc.c.Shut(err)
 			return
 		}
-		zc.c.out.written()
+		zc.c.Written()
 	}
 }
 
-// encodeReply turns a response into the jute reply of the request's op.
-func (zc *zkConn) encodeReply(dst []byte, p zkPending, r *api.Response) []byte {
-	h := zk.ReplyHeader{Xid: p.xid, Zxid: r.Zxid, Err: fsm.Code(r.Err)}
-	if p.override != fsm.OK {
-		h.Err = p.override
-		if p.override == fsm.Unimplemented {
+// encodeReply appends r as the jute reply to the request tag describes.
+func encodeReply(dst []byte, tag zkTag, r *sessions.Reply) []byte {
+	h := zk.ReplyHeader{Xid: int32(r.Xid), Zxid: r.Zxid, Err: r.Err}
+	if r.Kind == sessions.OpRefuse {
+		if r.Err == fsm.Unimplemented {
 			h.Zxid = -1 // as ZooKeeper answers an op it does not know
 		}
 		return zk.AppendReply(dst, h, nil)
 	}
-	if p.op == zk.OpAuth {
+	if tag.op == zk.OpAuth || tag.op == zk.OpSASL {
 		h.Zxid = 0 // as ZooKeeper
 	}
-	if p.op == zk.OpMulti && r.GetMulti() != nil {
-		return zk.AppendReply(dst, zk.ReplyHeader{Xid: p.xid, Zxid: r.Zxid}, multiReply(p, r.GetMulti()))
+	if tag.op == zk.OpMulti && r.Body == sessions.BodyMulti {
+		if tag.marshalAt > 0 && firstFailed(r.Multi) == tag.marshalAt-1 {
+			h.Err = fsm.MarshallingError
+			return zk.AppendReply(dst, h, nil)
+		}
+		// A failed multi's codes are in its results; the header says OK.
+		return zk.AppendReply(dst, zk.ReplyHeader{Xid: h.Xid, Zxid: r.Zxid}, multiReply(tag, r.Multi))
+	}
+	if tag.op == zk.OpSASL && h.Err == fsm.AuthFailed {
+		// ZooKeeper answers a failed SASL login with an empty token
+		// (SetSASLResponse(null), length -1) after the AuthFailed header.
+		// The Java client reads a token from every reply while its SASL
+		// exchange runs, whatever the header says: without one it fails
+		// on EOF, reconnects and tries again for ever instead of reporting
+		// AuthFailed.
+		return zk.AppendReply(dst, h, &zk.SASLResponse{Token: nil})
 	}
 	if h.Err != fsm.OK {
 		return zk.AppendReply(dst, h, nil)
 	}
 	var body zk.Record
-	switch p.op {
+	switch tag.op {
 	case zk.OpCreate:
-		body = &zk.CreateResponse{Path: r.GetCreate().GetPath()}
+		body = &zk.CreateResponse{Path: r.Path}
 	case zk.OpCreate2, zk.OpCreateContainer, zk.OpCreateTTL:
-		body = &zk.Create2Response{Path: r.GetCreate().GetPath(), Stat: api.StatFromAPI(r.GetCreate().GetStat())}
+		body = &zk.Create2Response{Path: r.Path, Stat: r.Stat}
 	case zk.OpExists:
-		body = &zk.ExistsResponse{Stat: api.StatFromAPI(r.GetStat().GetStat())}
-	case zk.OpGetData:
-		g := r.GetGetData()
-		data := g.GetData()
-		if g.GetNullData() {
-			data = nil
-		} else if data == nil {
-			data = []byte{}
-		}
-		body = &zk.GetDataResponse{Data: data, Stat: api.StatFromAPI(g.GetStat())}
+		body = &zk.ExistsResponse{Stat: r.Stat}
+	case zk.OpGetData, zk.OpReconfig:
+		body = &zk.GetDataResponse{Data: r.Data, Stat: r.Stat}
 	case zk.OpSetData:
-		body = &zk.SetDataResponse{Stat: api.StatFromAPI(r.GetStat().GetStat())}
+		body = &zk.SetDataResponse{Stat: r.Stat}
 	case zk.OpSetACL:
-		body = &zk.SetACLResponse{Stat: api.StatFromAPI(r.GetStat().GetStat())}
+		body = &zk.SetACLResponse{Stat: r.Stat}
 	case zk.OpGetACL:
-		body = &zk.GetACLResponse{ACL: api.ACLFromAPI(r.GetGetAcl().GetAcl()), Stat: api.StatFromAPI(r.GetGetAcl().GetStat())}
+		body = &zk.GetACLResponse{ACL: r.ACL, Stat: r.Stat}
 	case zk.OpGetChildren:
-		body = &zk.GetChildrenResponse{Children: nonNil(r.GetGetChildren().GetChildren())}
+		body = &zk.GetChildrenResponse{Children: r.Children}
 	case zk.OpGetChildren2:
-		body = &zk.GetChildren2Response{Children: nonNil(r.GetGetChildren().GetChildren()), Stat: api.StatFromAPI(r.GetGetChildren().GetStat())}
+		body = &zk.GetChildren2Response{Children: r.Children, Stat: r.Stat}
 	case zk.OpSync:
-		body = &zk.SyncResponse{Path: r.GetSync().GetPath()}
+		body = &zk.SyncResponse{Path: r.Path}
 	case zk.OpGetAllChildrenNumber:
-		body = &zk.GetAllChildrenNumberResponse{TotalNumber: r.GetCount().GetCount()}
+		body = &zk.GetAllChildrenNumberResponse{TotalNumber: r.Count}
 	case zk.OpGetEphemerals:
-		body = &zk.GetEphemeralsResponse{Ephemerals: nonNil(r.GetPaths().GetPaths())}
+		body = &zk.GetEphemeralsResponse{Ephemerals: r.Children}
+	case zk.OpSASL:
+		body = &zk.SASLResponse{Token: r.Data}
 	case zk.OpWhoAmI:
-		w := &zk.WhoAmIResponse{ClientInfo: []zk.ClientInfo{}}
-		for _, ci := range r.GetWhoAmI().GetClientInfo() {
-			w.ClientInfo = append(w.ClientInfo, zk.ClientInfo{AuthScheme: ci.AuthScheme, User: ci.User})
+		w := &zk.WhoAmIResponse{ClientInfo: make([]zk.ClientInfo, len(r.Clients))}
+		for i, ci := range r.Clients {
+			w.ClientInfo[i] = zk.ClientInfo{AuthScheme: ci.Scheme, User: ci.User}
 		}
 		body = w
 	case zk.OpAddWatch:
 		body = &zk.ErrorResponse{Err: fsm.OK}
 	case zk.OpMultiRead:
-		body = multiReadReply(p, r.GetMultiRead())
+		body = multiReadReply(r.Reads)
 	}
 	return zk.AppendReply(dst, h, body)
 }
 
-func multiReply(p zkPending, m *api.MultiResponse) *zk.MultiResponse {
-	out := &zk.MultiResponse{Results: make([]zk.MultiResult, len(m.Results))}
+// multiReply is a multi's results as ZooKeeper reports them: every op an
+// OpError with its code if any failed, else each op's result by its type.
+func multiReply(tag zkTag, results []fsm.OpResult) *zk.MultiResponse {
+	out := &zk.MultiResponse{Results: make([]zk.MultiResult, len(results))}
 	failed := false
-	for _, r := range m.Results {
-		failed = failed || r.Err != 0
+	for _, r := range results {
+		failed = failed || r.Code != fsm.OK
 	}
-	for i, r := range m.Results {
-		res := zk.MultiResult{Type: zk.OpError, Err: fsm.Code(r.Err)}
-		if !failed && i < len(p.multi) {
-			switch op := p.multi[i]; op {
+	for i, r := range results {
+		res := zk.MultiResult{Type: zk.OpError, Err: r.Code}
+		if !failed && i < len(tag.multi) {
+			switch op := tag.multi[i]; op {
 			case zk.OpCreate:
 				res = zk.MultiResult{Type: zk.OpCreate, Path: r.Path}
 			case zk.OpCreate2, zk.OpCreateContainer, zk.OpCreateTTL:
-				res = zk.MultiResult{Type: zk.OpCreate2, Path: r.Path, Stat: api.StatFromAPI(r.Stat)}
+				res = zk.MultiResult{Type: zk.OpCreate2, Path: r.Path, Stat: r.Stat}
 			case zk.OpSetData:
-				res = zk.MultiResult{Type: zk.OpSetData, Stat: api.StatFromAPI(r.Stat)}
+				res = zk.MultiResult{Type: zk.OpSetData, Stat: r.Stat}
 			default:
 				res = zk.MultiResult{Type: op}
 			}
@@ -510,31 +561,29 @@ func multiReply(p zkPending, m *api.MultiResponse) *zk.MultiResponse {
 	return out
 }
 
-func multiReadReply(p zkPending, m *api.MultiReadResponse) *zk.MultiResponse {
-	out := &zk.MultiResponse{Results: make([]zk.MultiResult, len(m.GetResults()))}
-	for i, r := range m.GetResults() {
-		if r.Err != 0 {
-			out.Results[i] = zk.MultiResult{Type: zk.OpError, Err: fsm.Code(r.Err)}
-			continue
+// firstFailed is the index of a multi's op that failed it, or -1.
+func firstFailed(results []fsm.OpResult) int {
+	for i, r := range results {
+		if r.Code != fsm.OK {
+			return i
 		}
-		if i < len(p.multi) && p.multi[i] == zk.OpGetChildren {
-			out.Results[i] = zk.MultiResult{Type: zk.OpGetChildren, Children: nonNil(r.Children)}
-			continue
-		}
-		data := r.Data
-		if r.NullData {
-			data = nil
-		} else if data == nil {
-			data = []byte{}
-		}
-		out.Results[i] = zk.MultiResult{Type: zk.OpGetData, Data: data, Stat: api.StatFromAPI(r.Stat)}
 	}
-	return out
+	return -1
 }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
+// multiReadReply is a multiRead's results: a failed read as OpError with
+// its code, the others by their kind.
+func multiReadReply(reads []sessions.ReadResult) *zk.MultiResponse {
+	out := &zk.MultiResponse{Results: make([]zk.MultiResult, len(reads))}
+	for i, r := range reads {
+		switch {
+		case r.Err != fsm.OK:
+			out.Results[i] = zk.MultiResult{Type: zk.OpError, Err: r.Err}
+		case r.Kind == sessions.OpGetChildren:
+			out.Results[i] = zk.MultiResult{Type: zk.OpGetChildren, Children: r.Children}
+		default:
+			out.Results[i] = zk.MultiResult{Type: zk.OpGetData, Data: r.Data, Stat: r.Stat}
+		}
 	}
-	return s
+	return out
 }

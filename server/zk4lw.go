@@ -24,7 +24,8 @@ func (s *Server) fourLetterWord(nc net.Conn, cmd string) {
 		return
 	}
 	serving := s.Serving()
-	if !serving && zk.ServingOnly(cmd) {
+	readOnly := !serving && s.ReadOnly()
+	if !serving && !readOnly && zk.ServingOnly(cmd) {
 		nc.Write([]byte(zk.NotServing + "\n"))
 		return
 	}
@@ -33,8 +34,10 @@ func (s *Server) fourLetterWord(nc net.Conn, cmd string) {
 	case "ruok":
 		out = zk.FormatRuok()
 	case "isro":
-		out = zk.FormatIsro(false)
-		if !serving {
+		// ZooKeeper: "ro" from its read-only server, "null" while it
+		// serves nothing.
+		out = zk.FormatIsro(readOnly)
+		if !serving && !readOnly {
 			out = "null"
 		}
 	case "srvr":
@@ -50,18 +53,18 @@ func (s *Server) fourLetterWord(nc net.Conn, cmd string) {
 	case "envi":
 		out = zk.FormatEnvi(s.envInfo())
 	case "wchs":
-		conns, paths, total := s.watches.Stats()
+		conns, paths, total := s.sess.Watches().Stats()
 		out = zk.FormatWchs(zk.WatchSummary{Connections: conns, Paths: paths, Total: total})
 	case "wchc":
 		var w []zk.SessionWatches
-		for id, paths := range s.watches.BySession() {
+		for id, paths := range s.sess.Watches().BySession() {
 			w = append(w, zk.SessionWatches{Session: id, Paths: paths})
 		}
 		slices.SortFunc(w, func(a, b zk.SessionWatches) int { return cmpInt64(a.Session, b.Session) })
 		out = zk.FormatWchc(w)
 	case "wchp":
 		var w []zk.PathWatches
-		for p, ids := range s.watches.ByPath() {
+		for p, ids := range s.sess.Watches().ByPath() {
 			w = append(w, zk.PathWatches{Path: p, Sessions: ids})
 		}
 		slices.SortFunc(w, func(a, b zk.PathWatches) int { return strings.Compare(a.Path, b.Path) })
@@ -126,7 +129,7 @@ func (s *Server) zkConnList() []*zkConn {
 	for _, zc := range s.zkByConn {
 		out = append(out, zc)
 	}
-	slices.SortFunc(out, func(a, b *zkConn) int { return cmpInt64(a.c.id, b.c.id) })
+	slices.SortFunc(out, func(a, b *zkConn) int { return cmpInt64(a.c.ID(), b.c.ID()) })
 	return out
 }
 
@@ -137,11 +140,15 @@ func (s *Server) serverStats() *zk.ServerStats {
 		recv += zc.received.Load()
 		sent += zc.sent.Load()
 	}
-	return &zk.ServerStats{
+	st := &zk.ServerStats{
 		Version: Version, Received: recv, Sent: sent, Connections: int(s.zkConns.Load()),
 		Zxid: int64(v.LastZxid()), Mode: s.zkMode(), NodeCount: v.NodeCount(),
 		ProposalLast: -1, ProposalMin: -1, ProposalMax: -1,
 	}
+	if s.ReadOnly() {
+		st.ReadOnly, st.Mode = true, "read-only"
+	}
+	return st
 }
 
 func (s *Server) connStats(full bool) []zk.ConnStats {
@@ -150,12 +157,12 @@ func (s *Server) connStats(full bool) []zk.ConnStats {
 		cs := zk.ConnStats{RemoteAddr: zc.nc.RemoteAddr().String(), InterestOps: 1,
 			Received: zc.received.Load(), Sent: zc.sent.Load()}
 		if full {
-			cs.SessionID = zc.c.id
+			cs.SessionID = zc.c.ID()
 			cs.LastOp, _ = zc.lastOp.Load().(string)
 			cs.Established = zc.established.UnixMilli()
-			cs.Timeout = zc.c.timeout
+			cs.Timeout = int32(zc.c.Timeout().Milliseconds())
 			cs.LastCxid = zc.lastXid.Load()
-			cs.LastZxid = int64(s.fsm.fsm.LastZxid())
+			cs.LastZxid = int64(s.rep.LastZxid())
 			cs.LastResp = time.Now().UnixMilli()
 		}
 		out = append(out, cs)
@@ -166,7 +173,7 @@ func (s *Server) connStats(full bool) []zk.ConnStats {
 func (s *Server) monitorStats() *zk.MonitorStats {
 	st := s.serverStats()
 	v := s.View()
-	conns, _, total := s.watches.Stats()
+	conns, _, total := s.sess.Watches().Stats()
 	_ = conns
 	var eph int64
 	for _, info := range v.Sessions() {

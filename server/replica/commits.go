@@ -1,4 +1,4 @@
-package server
+package replica
 
 import (
 	"context"
@@ -21,16 +21,16 @@ import (
 // matching; raftFSM.fastApply). Raft's own apply of the same entries later
 // finds them applied.
 
-// Commits streams this leader's applied position.
-func (i *internalService) Commits(req *api.CommitsRequest, stream api.Internal_CommitsServer) error {
-	s := i.s
-	if s.raft.State() != raft.Leader {
+// ServeCommits streams this leader's applied position (the Internal
+// service's Commits).
+func (r *Replica) ServeCommits(stream api.Internal_CommitsServer) error {
+	if r.raft.State() != raft.Leader {
 		return raft.ErrNotLeader
 	}
 	var sent uint64
 	for {
-		changed := s.fsm.committedChanged()
-		if p := s.fsm.committed.Load(); p != nil && p.index > sent {
+		changed := r.fsm.committedChanged()
+		if p := r.fsm.committed.Load(); p != nil && p.index > sent {
 			if err := stream.Send(&api.CommitPosition{Index: p.index, Term: p.term}); err != nil {
 				return err
 			}
@@ -38,35 +38,35 @@ func (i *internalService) Commits(req *api.CommitsRequest, stream api.Internal_C
 		}
 		select {
 		case <-changed:
-		case <-time.After(s.cfg.RaftTimeout):
+		case <-time.After(r.cfg.RaftTimeout):
 			// A leader that lost its place ends the stream, so the
 			// follower turns to the new one.
-			if s.raft.State() != raft.Leader {
+			if r.raft.State() != raft.Leader {
 				return raft.ErrNotLeader
 			}
 		case <-stream.Context().Done():
 			return nil
-		case <-s.closing:
-			return errClosed
+		case <-r.closing:
+			return ErrClosed
 		}
 	}
 }
 
 // followCommits keeps a Commits stream from the current leader while this
 // server is not the leader, and applies what it learns.
-func (s *Server) followCommits() {
-	defer s.wg.Done()
+func (r *Replica) followCommits() {
+	defer r.wg.Done()
 	for {
 		select {
-		case <-s.closing:
+		case <-r.closing:
 			return
 		default:
 		}
-		if !s.followCommitsOnce() {
+		if !r.followCommitsOnce() {
 			select {
-			case <-s.closing:
+			case <-r.closing:
 				return
-			case <-time.After(s.cfg.RaftTimeout / 4):
+			case <-time.After(r.cfg.RaftTimeout / 4):
 			}
 		}
 	}
@@ -74,41 +74,41 @@ func (s *Server) followCommits() {
 
 // followCommitsOnce follows one leader's stream until it ends or raft names
 // another leader. It reports whether it got as far as a stream.
-func (s *Server) followCommitsOnce() bool {
-	_, leaderID := s.raft.LeaderWithID()
-	if leaderID == "" || string(leaderID) == s.cfg.ID {
+func (r *Replica) followCommitsOnce() bool {
+	_, leaderID := r.raft.LeaderWithID()
+	if leaderID == "" || string(leaderID) == r.cfg.ID {
 		return false
 	}
-	lctx, lcancel := context.WithTimeout(context.Background(), s.leaderWait())
-	m, err := s.leaderMember(lctx)
+	lctx, lcancel := context.WithTimeout(context.Background(), r.LeaderWait())
+	id, addr, err := r.cfg.Peers.Leader(lctx)
 	lcancel()
-	if err != nil || m.ID != string(leaderID) {
+	if err != nil || id != string(leaderID) {
 		return false
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cc, err := s.peers.get(m.GRPCAddr)
+	cc, err := r.cfg.Peers.Conn(addr)
 	if err != nil {
 		return false
 	}
-	stream, err := api.NewInternalClient(cc).Commits(ctx, &api.CommitsRequest{ServerId: s.cfg.ID})
+	stream, err := api.NewInternalClient(cc).Commits(ctx, &api.CommitsRequest{ServerId: r.cfg.ID})
 	if err != nil {
 		return false
 	}
 	// Stop following when raft names another leader or this server closes;
 	// a partitioned leader's stream would otherwise just go quiet.
 	go func() {
-		t := time.NewTicker(s.cfg.RaftTimeout / 2)
+		t := time.NewTicker(r.cfg.RaftTimeout / 2)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-s.closing:
+			case <-r.closing:
 				cancel()
 				return
 			case <-t.C:
-				if _, id := s.raft.LeaderWithID(); string(id) != m.ID {
+				if _, now := r.raft.LeaderWithID(); string(now) != id {
 					cancel()
 					return
 				}
@@ -120,7 +120,7 @@ func (s *Server) followCommitsOnce() bool {
 		if err != nil {
 			return true
 		}
-		s.fsm.learnCommit(position{index: p.Index, term: p.Term})
+		r.fsm.learnCommit(position{index: p.Index, term: p.Term})
 	}
 }
 
@@ -141,4 +141,13 @@ func (k kickingLogStore) StoreLogs(logs []*raft.Log) error {
 	err := k.LogStore.StoreLogs(logs)
 	k.fsm.wakeApplier()
 	return err
+}
+
+// IsMonotonic passes on whether the store refuses gaps (raft-wal does):
+// raft then empties the log after installing a snapshot instead of
+// leaving a gap before the entries that follow it, which such a store
+// would refuse (raft.MonotonicLogStore; the wrapper must not hide it).
+func (k kickingLogStore) IsMonotonic() bool {
+	m, ok := k.LogStore.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
 }

@@ -1,4 +1,4 @@
-package server
+package replica
 
 import (
 	"bytes"
@@ -15,25 +15,20 @@ import (
 	"github.com/hashicorp/raft"
 
 	"coord/fsm"
-	"coord/session"
-	"coord/watch"
 )
 
-// Unit tests of the raft adapter on its own: a Server with only what apply
-// needs, entries built by hand, raft's in-memory log store.
+// Unit tests of the raft adapter on its own: a Replica with only what
+// apply needs (no raft), entries built by hand, raft's in-memory log store.
 
-func newBareServer(t testing.TB, origin string) *Server {
-	t.Helper()
-	tr, err := session.NewTracker(100*time.Millisecond, session.SystemClock{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &Server{cfg: Config{ID: "t"}, origin: origin, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		clock: session.SystemClock{}, watches: watch.New(), tracker: tr,
-		conns: map[int64]*conn{}, touched: map[int64]struct{}{},
-		members: map[string]Member{}, zkByConn: map[*conn]*zkConn{}, closing: make(chan struct{})}
-	s.fsm = newRaftFSM(s)
-	return s
+// nopObserver ignores what applies.
+type nopObserver struct{}
+
+func (nopObserver) Applied(*fsm.Command, fsm.Result, []fsm.Trigger) {}
+func (nopObserver) Restored(*fsm.View)                              {}
+
+func newBare(origin string) *Replica {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return &Replica{cfg: Config{ID: "t"}, origin: origin, log: log, fsm: newRaftFSM(origin, nopObserver{}, log)}
 }
 
 // entryOf is a raft entry at index carrying one command per cmds, proposed
@@ -69,9 +64,9 @@ func snapshotOf(t testing.TB, r *raftFSM) []byte {
 // Issue 12, defect 1: a waiter is completed only by an entry of its own
 // origin, never by a previous boot's entry with the same sequence number.
 func TestApplyCompletesOnlyThisBootsProposals(t *testing.T) {
-	s := newBareServer(t, "t#new")
+	s := newBare("t#new")
 	var got []string
-	s.fsm.expect(1, createCmd("/mine", nil), func(ar applyResult) { got = append(got, ar.res.Path) })
+	s.fsm.expect(1, createCmd("/mine", nil), func(ar Result) { got = append(got, ar.Res.Path) })
 	s.fsm.ApplyBatch([]*raft.Log{
 		entryOf(1, "t#old", 1, createCmd("/old", nil)), // the previous boot's seq 1
 		entryOf(2, "t", 1, createCmd("/bare-id", nil)), // an entry with the bare id
@@ -87,9 +82,9 @@ func TestApplyCompletesOnlyThisBootsProposals(t *testing.T) {
 	// Should an origin ever repeat, an entry carrying another command
 	// fails the waiter instead of handing it that command's result.
 	var errs []error
-	s.fsm.expect(2, createCmd("/x", nil), func(ar applyResult) { errs = append(errs, ar.err) })
+	s.fsm.expect(2, createCmd("/x", nil), func(ar Result) { errs = append(errs, ar.Err) })
 	s.fsm.ApplyBatch([]*raft.Log{entryOf(4, "t#new", 2, createCmd("/y", nil))})
-	if len(errs) != 1 || !errors.Is(errs[0], errProposalMismatch) || s.fsm.mismatched.Load() != 1 {
+	if len(errs) != 1 || !errors.Is(errs[0], ErrProposalMismatch) || s.fsm.mismatched.Load() != 1 {
 		t.Fatalf("waiter for /x given the entry of /y: %v (mismatches %d)", errs, s.fsm.mismatched.Load())
 	}
 }
@@ -97,20 +92,20 @@ func TestApplyCompletesOnlyThisBootsProposals(t *testing.T) {
 // Issue 12, defect 2: a request whose entry may be folded into an installed
 // snapshot fails (ConnectionLoss for the client) instead of waiting forever.
 func TestRestoreFailsWaitingRequests(t *testing.T) {
-	src := newBareServer(t, "src#1")
+	src := newBare("src#1")
 	src.fsm.ApplyBatch([]*raft.Log{entryOf(1, "x#1", 1, createCmd("/a", nil)), entryOf(2, "x#1", 2, createCmd("/b", nil))})
 	snap := snapshotOf(t, src.fsm)
 
-	s := newBareServer(t, "t#1")
+	s := newBare("t#1")
 	done := make(chan error, 1)
-	s.fsm.expect(7, createCmd("/w", nil), func(ar applyResult) { done <- ar.err })
+	s.fsm.expect(7, createCmd("/w", nil), func(ar Result) { done <- ar.Err })
 	if err := s.fsm.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case err := <-done:
-		if !errors.Is(err, errSnapshotInstalled) {
-			t.Fatalf("waiting request failed with %v, want errSnapshotInstalled", err)
+		if !errors.Is(err, ErrSnapshotInstalled) {
+			t.Fatalf("waiting request failed with %v, want ErrSnapshotInstalled", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("a request waiting when a snapshot was installed was never completed")
@@ -118,19 +113,19 @@ func TestRestoreFailsWaitingRequests(t *testing.T) {
 	if n := s.fsm.pendingCount(); n != 0 {
 		t.Fatalf("%d requests still pending", n)
 	}
-	if s.View().Digest() != src.View().Digest() || s.AppliedIndex() != 2 {
-		t.Fatalf("restored state differs (applied %d)", s.AppliedIndex())
+	if s.View().Digest() != src.View().Digest() || s.Applied() != 2 {
+		t.Fatalf("restored state differs (applied %d)", s.Applied())
 	}
 }
 
 // Issue 12, defect 4: a snapshot that is not ahead of the applied state is
 // not installed; a newer one is.
 func TestRestoreRefusesOlderSnapshot(t *testing.T) {
-	old := newBareServer(t, "o#1")
+	old := newBare("o#1")
 	old.fsm.ApplyBatch([]*raft.Log{entryOf(1, "x#1", 1, createCmd("/a", nil))})
 	oldSnap := snapshotOf(t, old.fsm)
 
-	s := newBareServer(t, "t#1")
+	s := newBare("t#1")
 	var logs []*raft.Log
 	for i := uint64(1); i <= 10; i++ {
 		logs = append(logs, entryOf(i, "x#1", i, createCmd(fmt.Sprintf("/n%d", i), nil)))
@@ -138,12 +133,12 @@ func TestRestoreRefusesOlderSnapshot(t *testing.T) {
 	s.fsm.ApplyBatch(logs)
 	before := s.View().Digest()
 	waiting := make(chan error, 1)
-	s.fsm.expect(3, createCmd("/w", nil), func(ar applyResult) { waiting <- ar.err })
+	s.fsm.expect(3, createCmd("/w", nil), func(ar Result) { waiting <- ar.Err })
 	if err := s.fsm.Restore(io.NopCloser(bytes.NewReader(oldSnap))); err != nil {
 		t.Fatal(err)
 	}
-	if s.View().Digest() != before || s.AppliedIndex() != 10 {
-		t.Fatalf("an older snapshot (index 1) replaced the state at index 10 (now at %d)", s.AppliedIndex())
+	if s.View().Digest() != before || s.Applied() != 10 {
+		t.Fatalf("an older snapshot (index 1) replaced the state at index 10 (now at %d)", s.Applied())
 	}
 	select {
 	case err := <-waiting:
@@ -156,13 +151,13 @@ func TestRestoreRefusesOlderSnapshot(t *testing.T) {
 		t.Fatalf("restoring the state's own snapshot: %v", err)
 	}
 
-	newer := newBareServer(t, "n#1")
+	newer := newBare("n#1")
 	newer.fsm.ApplyBatch(append(logs, entryOf(11, "x#1", 11, createCmd("/n11", nil))))
 	if err := s.fsm.Restore(io.NopCloser(bytes.NewReader(snapshotOf(t, newer.fsm)))); err != nil {
 		t.Fatal(err)
 	}
-	if s.View().Digest() != newer.View().Digest() || s.AppliedIndex() != 11 {
-		t.Fatalf("a newer snapshot was not installed (applied %d)", s.AppliedIndex())
+	if s.View().Digest() != newer.View().Digest() || s.Applied() != 11 {
+		t.Fatalf("a newer snapshot was not installed (applied %d)", s.Applied())
 	}
 }
 
@@ -179,7 +174,7 @@ func longTail(n int, size int) []*raft.Log {
 // readBetween runs apply while a reader takes the read lock as often as it
 // can, and returns the applied indexes strictly between first and last
 // that the reader saw: a read that got in between chunks.
-func readBetween(t *testing.T, s *Server, last uint64, apply func()) []uint64 {
+func readBetween(t *testing.T, s *Replica, last uint64, apply func()) []uint64 {
 	t.Helper()
 	var stop atomic.Bool
 	var seen []uint64
@@ -203,8 +198,8 @@ func readBetween(t *testing.T, s *Server, last uint64, apply func()) []uint64 {
 	apply()
 	stop.Store(true)
 	wg.Wait()
-	if s.AppliedIndex() != last {
-		t.Fatalf("applied %d, want %d", s.AppliedIndex(), last)
+	if s.Applied() != last {
+		t.Fatalf("applied %d, want %d", s.Applied(), last)
 	}
 	return seen
 }
@@ -212,7 +207,7 @@ func readBetween(t *testing.T, s *Server, last uint64, apply func()) []uint64 {
 // Issue 12, defect 3: a long batch from raft is applied in chunks, reads
 // getting in between.
 func TestApplyBatchLetsReadsIn(t *testing.T) {
-	s := newBareServer(t, "t#1")
+	s := newBare("t#1")
 	logs := longTail(4000, 512)
 	seen := readBetween(t, s, 4000, func() { s.fsm.ApplyBatch(logs) })
 	if len(seen) == 0 {
@@ -241,7 +236,7 @@ func (c *countingStore) GetLog(i uint64, l *raft.Log) error {
 // Issue 12, defect 3: fastApply reads and applies a long committed tail in
 // bounded chunks, reads getting in between.
 func TestFastApplyIsChunked(t *testing.T) {
-	s := newBareServer(t, "t#1")
+	s := newBare("t#1")
 	logs := longTail(4000, 512)
 	mem := raft.NewInmemStore()
 	if err := mem.StoreLogs(logs); err != nil {
@@ -255,7 +250,7 @@ func TestFastApplyIsChunked(t *testing.T) {
 	// The entry at the commit point is read first (its term is checked),
 	// then at most a chunk ahead of what is applied.
 	store.maxGap = 0
-	s2 := newBareServer(t, "t#2")
+	s2 := newBare("t#2")
 	store.r = s2.fsm
 	s2.fsm.fastApply(&checkFirst{store}, 4000, 1)
 	if store.maxGap > applyChunkEntries {
@@ -281,7 +276,7 @@ func (c *checkFirst) GetLog(i uint64, l *raft.Log) error {
 // barriers, one per sync, and no-ops) still moves on: it used to read the
 // same chunk again forever, and Close then waited for it.
 func TestFastApplyCrossesEntriesWithoutCommands(t *testing.T) {
-	s := newBareServer(t, "t#1")
+	s := newBare("t#1")
 	var logs []*raft.Log
 	idx := uint64(0)
 	add := func(l *raft.Log) { idx++; l.Index, l.Term = idx, 1; logs = append(logs, l) }
@@ -302,8 +297,8 @@ func TestFastApplyCrossesEntriesWithoutCommands(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("fastApply did not return over a tail of barriers")
 	}
-	if s.AppliedIndex() != idx {
-		t.Fatalf("applied %d, want %d", s.AppliedIndex(), idx)
+	if s.Applied() != idx {
+		t.Fatalf("applied %d, want %d", s.Applied(), idx)
 	}
 	if _, err := s.View().Exists("/b"); err != nil {
 		t.Fatalf("/b after the barriers: %v", err)

@@ -1,8 +1,9 @@
-package server
+package replica
 
 import (
 	"crypto/rand"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -19,7 +20,7 @@ import (
 // still goes out at once. The order of propose calls is the order of the
 // commands in the log.
 type proposer struct {
-	s *Server
+	r *Replica
 
 	mu       sync.Mutex
 	pending  []proposal
@@ -28,6 +29,7 @@ type proposer struct {
 }
 
 type proposal struct {
+	at   time.Time // when it was proposed
 	ec   entryCmd
 	done func(err error, index uint64) // the entry's outcome on this leader
 }
@@ -47,12 +49,12 @@ const (
 	maxBatchBytes    = 1 << 20
 )
 
-func newProposer(s *Server) *proposer {
-	return &proposer{s: s, wake: make(chan struct{}, 1)}
+func newProposer(r *Replica) *proposer {
+	return &proposer{r: r, wake: make(chan struct{}, 1)}
 }
 
-// propose stamps cmd with the leader's time (and a new session's password)
-// and queues it for the log; done runs once with the outcome of the entry
+// propose stamps cmd with the leader's time (and a new session's password,
+// and whether quotas are enforced) and queues it for the log; done runs once with the outcome of the entry
 // that carries it (an error: it is known not to have applied here, or
 // whether it will is unknown).
 func (p *proposer) propose(origin string, seq uint64, cmd *fsm.Command, done func(err error, index uint64)) {
@@ -64,10 +66,18 @@ func (p *proposer) propose(origin string, seq uint64, cmd *fsm.Command, done fun
 		}
 		cmd.Password = pw
 	}
+	// Set, not or-ed: the leader's setting decides, whatever a forwarding
+	// server sent.
+	switch cmd.Type {
+	case fsm.CmdCreate, fsm.CmdSetData, fsm.CmdMulti:
+		cmd.EnforceQuota = p.r.cfg.EnforceQuota
+	default:
+		cmd.EnforceQuota = false
+	}
 	p.mu.Lock()
 	// Stamped in log order, so time never goes back along the log.
-	cmd.Time = p.s.clock.Now().UnixMilli()
-	p.pending = append(p.pending, proposal{ec: entryCmd{origin: origin, seq: seq, cmd: cmd.Encode(nil)}, done: done})
+	cmd.Time = p.r.clock.Now().UnixMilli()
+	p.pending = append(p.pending, proposal{at: time.Now(), ec: entryCmd{origin: origin, seq: seq, cmd: cmd.Encode(nil)}, done: done})
 	p.mu.Unlock()
 	select {
 	case p.wake <- struct{}{}:
@@ -77,18 +87,18 @@ func (p *proposer) propose(origin string, seq uint64, cmd *fsm.Command, done fun
 
 // run appends batches until the server closes.
 func (p *proposer) run() {
-	defer p.s.wg.Done()
+	defer p.r.wg.Done()
 	for {
 		select {
 		case <-p.wake:
 			p.flush()
-		case <-p.s.closing:
+		case <-p.r.closing:
 			p.mu.Lock()
 			pending := p.pending
 			p.pending = nil
 			p.mu.Unlock()
 			for _, pr := range pending {
-				pr.done(errClosed, 0)
+				pr.done(ErrClosed, 0)
 			}
 			return
 		}
@@ -118,10 +128,14 @@ func (p *proposer) flush() {
 		p.mu.Unlock()
 
 		cmds := make([]entryCmd, len(batch))
+		now := time.Now()
 		for i, pr := range batch {
 			cmds[i] = pr.ec
+			p.r.fsm.stages.ObserveStage(StageProposeQueue, now.Sub(pr.at))
 		}
-		fut := p.s.raft.ApplyLog(raft.Log{Data: encodeEntry(cmds)}, 0)
+		data := encodeEntry(cmds)
+		p.r.fsm.markEntry(data, now)
+		fut := p.r.raft.ApplyLog(raft.Log{Data: data}, 0)
 		go p.await(fut, batch)
 	}
 }

@@ -1,17 +1,20 @@
-package server
+// Package logbridge sends the logs of the libraries coord embeds (raft and
+// its stores speak hclog, memberlist the standard log package) through
+// log/slog, so a server logs one way.
+package logbridge
 
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
 )
 
-// hclogger returns an hclog.Logger (what raft and memberlist speak) that
-// writes through slog, so the whole server logs one way.
-func hclogger(l *slog.Logger, name string) hclog.Logger {
+// HCLog returns an hclog.Logger (what raft speaks) that writes through l.
+func HCLog(l *slog.Logger, name string) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{
 		Name:        name,
 		Level:       hclog.Info,
@@ -19,6 +22,10 @@ func hclogger(l *slog.Logger, name string) hclog.Logger {
 		DisableTime: true,
 	})
 }
+
+// Writer returns an io.Writer for a standard log.Logger (what memberlist
+// speaks) that writes each "[LEVEL] message" line through l.
+func Writer(l *slog.Logger) io.Writer { return &slogWriter{l: l} }
 
 // slogWriter turns hclog's "[LEVEL] name: message: k=v" lines into slog records.
 type slogWriter struct{ l *slog.Logger }

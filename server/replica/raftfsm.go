@@ -1,13 +1,15 @@
-package server
+package replica
 
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -25,8 +27,12 @@ import (
 // fire for it, and a session always gets an event before a response that
 // shows the change.
 type raftFSM struct {
-	s   *Server
-	fsm *fsm.FSM
+	fsm    *fsm.FSM
+	origin string   // this boot's origin: only its entries complete waiters
+	obs    Observer // told of each command applied and each restore
+	log    *slog.Logger
+	// onApplied, if set, runs after the applied index moved.
+	onApplied func()
 
 	mu      sync.RWMutex
 	applied atomic.Uint64 // raft index of the last entry applied
@@ -54,19 +60,34 @@ type raftFSM struct {
 	// skipped counts requests failed because a snapshot was installed
 	// while they waited.
 	skipped atomic.Uint64
+
+	// snaps counts snapshots and the log bytes applied since the last;
+	// past snapAt, drawn anew for each snapshot between half of snapLimit
+	// and snapLimit (0: no limit), apply wakes the snapshotter through
+	// snapWake (snapshot.go).
+	snaps     snapStats
+	snapLimit uint64
+	snapAt    atomic.Uint64
+	snapWake  chan struct{}
+
+	// stages times the write path (stages.go); mark is the leader's entry
+	// in flight.
+	stages StageObserver
+	mark   atomic.Pointer[entryMark]
 }
 
 // waiter is a request of this server waiting for the entry that carries
 // its command, with what identifies that command.
 type waiter struct {
-	done    func(applyResult)
-	typ     fsm.CmdType
-	session int64
-	owner   string
-	path    string
+	done     func(Result)
+	answered time.Time // a forwarded write: when the leader answered
+	typ      fsm.CmdType
+	session  int64
+	owner    string
+	path     string
 }
 
-func newWaiter(cmd *fsm.Command, done func(applyResult)) waiter {
+func newWaiter(cmd *fsm.Command, done func(Result)) waiter {
 	return waiter{done: done, typ: cmd.Type, session: cmd.Session, owner: cmd.Owner, path: cmd.Op.Path}
 }
 
@@ -78,14 +99,8 @@ func (w waiter) carries(cmd *fsm.Command) bool {
 // position is a log entry's index and term.
 type position struct{ index, term uint64 }
 
-type applyResult struct {
-	res   fsm.Result
-	index uint64
-	err   error // the entry never applied (lost leadership, shutdown, ...)
-}
-
-func newRaftFSM(s *Server) *raftFSM {
-	return &raftFSM{s: s, fsm: fsm.New(), waitCh: make(chan struct{}), commitCh: make(chan struct{}), kick: make(chan struct{}, 1), pending: map[uint64]waiter{}}
+func newRaftFSM(origin string, obs Observer, log *slog.Logger) *raftFSM {
+	return &raftFSM{fsm: fsm.New(), origin: origin, obs: obs, log: log, waitCh: make(chan struct{}), commitCh: make(chan struct{}), kick: make(chan struct{}, 1), snapWake: make(chan struct{}, 1), pending: map[uint64]waiter{}, stages: noStages{}}
 }
 
 // expect registers done to run with the outcome of the entry that carries
@@ -93,7 +108,7 @@ func newRaftFSM(s *Server) *raftFSM {
 // runs inside apply (so it must be quick), which places a write's response
 // in its session's stream exactly where ZooKeeper would: after the events
 // of earlier entries and before those of later ones.
-func (r *raftFSM) expect(seq uint64, cmd *fsm.Command, done func(applyResult)) {
+func (r *raftFSM) expect(seq uint64, cmd *fsm.Command, done func(Result)) {
 	r.waitMu.Lock()
 	r.pending[seq] = newWaiter(cmd, done)
 	r.waitMu.Unlock()
@@ -101,7 +116,7 @@ func (r *raftFSM) expect(seq uint64, cmd *fsm.Command, done func(applyResult)) {
 
 // complete delivers the outcome of seq once (apply or failure, whichever
 // comes first).
-func (r *raftFSM) complete(seq uint64, ar applyResult) {
+func (r *raftFSM) complete(seq uint64, ar Result) {
 	r.waitMu.Lock()
 	w, ok := r.pending[seq]
 	delete(r.pending, seq)
@@ -113,7 +128,7 @@ func (r *raftFSM) complete(seq uint64, ar applyResult) {
 
 // completeApplied completes seq with the result of cmd, which an entry of
 // this boot's origin carried, if cmd is the command seq's waiter proposed.
-func (r *raftFSM) completeApplied(seq uint64, cmd *fsm.Command, ar applyResult) {
+func (r *raftFSM) completeApplied(seq uint64, cmd *fsm.Command, ar Result) {
 	r.waitMu.Lock()
 	w, ok := r.pending[seq]
 	delete(r.pending, seq)
@@ -123,16 +138,40 @@ func (r *raftFSM) completeApplied(seq uint64, cmd *fsm.Command, ar applyResult) 
 	}
 	if !w.carries(cmd) {
 		r.mismatched.Add(1)
-		r.s.log.Error("an entry of this server's origin carries another command than its waiter's; failing the request",
-			"seq", seq, "index", ar.index, "entry_type", cmd.Type, "waiter_type", w.typ)
-		w.done(applyResult{err: errProposalMismatch})
+		r.log.Error("an entry of this server's origin carries another command than its waiter's; failing the request",
+			"seq", seq, "index", ar.Index, "entry_type", cmd.Type, "waiter_type", w.typ)
+		w.done(Result{Err: ErrProposalMismatch})
 		return
+	}
+	if !w.answered.IsZero() {
+		r.stages.ObserveStage(StageLocalApply, time.Since(w.answered))
 	}
 	w.done(ar)
 }
 
-// errProposalMismatch: see raftFSM.mismatched.
-var errProposalMismatch = errors.New("server: the log entry for this request carries another command")
+// plantedFollowerRead is nil except in builds with the jepsenplanted tag
+// (planted_jepsen.go), where it picks the forwarded writes a follower or
+// observer answers as soon as the leader reports them committed, before it
+// has applied them: a read the session sends next may then miss its own
+// write. A known bug for jepsen/'s read-your-writes checker to find.
+var plantedFollowerRead func(typ fsm.CmdType) bool
+
+// plantedCompleteEarly completes seq, if plantedFollowerRead picks its
+// command, with an empty result of the entry at index, before this server
+// applies it (the apply then finds no waiter).
+func (r *raftFSM) plantedCompleteEarly(seq, index uint64) {
+	r.waitMu.Lock()
+	w, ok := r.pending[seq]
+	if ok && plantedFollowerRead(w.typ) {
+		delete(r.pending, seq)
+	} else {
+		ok = false
+	}
+	r.waitMu.Unlock()
+	if ok {
+		w.done(Result{Index: index})
+	}
+}
 
 // pendingCount is how many proposals of this server wait for their entry.
 func (r *raftFSM) pendingCount() int {
@@ -155,7 +194,7 @@ func (r *raftFSM) takePending() map[uint64]waiter {
 
 func failPending(p map[uint64]waiter, err error) {
 	for _, w := range p {
-		w.done(applyResult{err: err})
+		w.done(Result{Err: err})
 	}
 }
 
@@ -186,6 +225,9 @@ func (r *raftFSM) signalApplied() {
 	close(r.waitCh)
 	r.waitCh = make(chan struct{})
 	r.waitMu.Unlock()
+	if r.onApplied != nil {
+		r.onApplied()
+	}
 }
 
 // Apply implements raft.FSM.
@@ -253,6 +295,7 @@ func (r *raftFSM) applyChunk(logs []*raft.Log) {
 		}
 		if l.Type == raft.LogCommand {
 			r.applyCommand(l)
+			r.countApplied(l)
 		}
 		r.applied.Store(l.Index)
 		moved = true
@@ -361,6 +404,9 @@ func (r *raftFSM) fastApplyChunk(logs raft.LogStore, index uint64, last *raft.Lo
 
 // applyCommand applies the commands of one entry in order.
 func (r *raftFSM) applyCommand(l *raft.Log) {
+	start := time.Now()
+	r.raftDone(l.Data, start)
+	defer func() { r.stages.ObserveStage(StageApply, time.Since(start)) }()
 	cmds, err := decodeEntry(l.Data)
 	if err != nil {
 		r.undecodable(l, err)
@@ -371,9 +417,9 @@ func (r *raftFSM) applyCommand(l *raft.Log) {
 			r.undecodable(l, err)
 		}
 		res, triggers := r.fsm.Apply(l.Term, cmd)
-		r.s.afterApply(cmd, res, triggers)
-		if ec.origin == r.s.origin {
-			r.completeApplied(ec.seq, cmd, applyResult{res: res, index: l.Index})
+		r.obs.Applied(cmd, res, triggers)
+		if ec.origin == r.origin {
+			r.completeApplied(ec.seq, cmd, Result{Res: res, Index: l.Index})
 		}
 	}
 }
@@ -381,7 +427,7 @@ func (r *raftFSM) applyCommand(l *raft.Log) {
 // undecodable stops the server: one that cannot read the log must not go
 // on and diverge.
 func (r *raftFSM) undecodable(l *raft.Log, err error) {
-	r.s.log.Error("cannot decode committed log entry; stopping", "index", l.Index, "err", err)
+	r.log.Error("cannot decode committed log entry; stopping", "index", l.Index, "err", err)
 	panic(fmt.Sprintf("coord: undecodable log entry %d: %v", l.Index, err))
 }
 
@@ -392,14 +438,8 @@ func (r *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
 	// really holds, and a restore skips the entries up to there.
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
-	return &fsmSnapshot{view: r.fsm.View(), index: r.applied.Load()}, nil
+	return &fsmSnapshot{r: r, view: r.fsm.View(), index: r.applied.Load(), bytes: r.snaps.sinceBytes.Load()}, nil
 }
-
-// errSnapshotInstalled fails the requests this server was waiting on when
-// it installed a snapshot: their entries may be folded into the snapshot,
-// where no entry completes them. Their fate is unknown to this server, so
-// the client gets ConnectionLoss, re-attaches and finds out.
-var errSnapshotInstalled = errors.New("server: state replaced by a snapshot; outcome unknown")
 
 // Restore implements raft.FSM: it replaces the state with a snapshot's,
 // unless the snapshot is not ahead of what this server has applied (raft
@@ -416,7 +456,7 @@ func (r *raftFSM) Restore(rc io.ReadCloser) error {
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
 	if applied := r.applied.Load(); index <= applied {
-		r.s.log.Warn("not restoring a snapshot that is not ahead of the state; keeping the state",
+		r.log.Warn("not restoring a snapshot that is not ahead of the state; keeping the state",
 			"snapshot_index", index, "applied_index", applied)
 		return nil
 	}
@@ -425,29 +465,54 @@ func (r *raftFSM) Restore(rc io.ReadCloser) error {
 	err = r.fsm.Restore(br)
 	if err == nil {
 		r.applied.Store(index)
+		r.restored(index)
 		// Taken with the state swapped, so a request that arrives after
 		// the swap is not among them.
 		skipped = r.takePending()
-		r.s.afterRestore()
+		r.obs.Restored(r.fsm.View())
 	}
 	r.mu.Unlock()
 	r.signalApplied()
 	if len(skipped) > 0 {
 		r.skipped.Add(uint64(len(skipped)))
-		r.s.log.Info("snapshot installed; failing the requests that waited for entries it may hold", "requests", len(skipped))
+		r.log.Info("snapshot installed; failing the requests that waited for entries it may hold", "requests", len(skipped))
 	}
-	failPending(skipped, errSnapshotInstalled)
+	failPending(skipped, ErrSnapshotInstalled)
 	return err
 }
 
 // fsmSnapshot streams a view: a uvarint applied index, then fsm's stream.
+// bytes is the count of log bytes applied since the last snapshot that the
+// view includes.
 type fsmSnapshot struct {
+	r     *raftFSM
 	view  *fsm.View
 	index uint64
+	bytes uint64
 }
 
+// Persist writes the snapshot on a thread of its own at a lower scheduling
+// priority (snapshotNice, Linux only): encoding a large tree takes a core for
+// seconds, and the writes that go on meanwhile, on this server and on others
+// sharing its cores, should get the CPU first. The thread's priority cannot
+// be raised back without privilege, so the goroutine ends locked to it and
+// the Go runtime retires the thread.
 func (f *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	bw := bufio.NewWriterSize(sink, 1<<20)
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: see above
+		if err := lowerThreadPriority(); err != nil {
+			f.r.log.Debug("cannot lower the snapshot thread's priority", "err", err)
+		}
+		errc <- f.persist(sink)
+	}()
+	return <-errc
+}
+
+func (f *fsmSnapshot) persist(sink raft.SnapshotSink) error {
+	start := time.Now()
+	cw := &countingWriter{w: sink}
+	bw := bufio.NewWriterSize(cw, 1<<20)
 	var hdr [binary.MaxVarintLen64]byte
 	_, err := bw.Write(hdr[:binary.PutUvarint(hdr[:], f.index)])
 	if err == nil {
@@ -460,7 +525,11 @@ func (f *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 		sink.Cancel()
 		return err
 	}
-	return sink.Close()
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	f.r.persisted(f.index, f.bytes, cw.n, time.Since(start))
+	return nil
 }
 
 func (f *fsmSnapshot) Release() {}

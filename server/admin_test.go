@@ -1,0 +1,157 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"coord/api"
+	"coord/fsm"
+	"coord/server/replica"
+)
+
+func adminClient(t *testing.T, addr string) api.AdminClient {
+	t.Helper()
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return api.NewAdminClient(cc)
+}
+
+// The operator calls behind coordctl's sessions, endpoint hashkv and
+// snapshot save: every server lists the session table and marks its own
+// sessions; a killed session is closed through the log (its ephemeral
+// goes); every server answers the same digest at the same index; a saved
+// snapshot restores to that state.
+func TestAdminSessionsHashKVSnapshot(t *testing.T) {
+	c := NewTestCluster(t, 3, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	li := c.Leader()
+	here := c.Servers[(li+1)%3]
+	s := newSession(t, here.GRPCAddr())
+	mustOK(t, s.create("/e", "", fsm.ModeEphemeral))
+	mustOK(t, s.sync())
+
+	resp, err := adminClient(t, here.GRPCAddr()).Sessions(ctx, &api.SessionsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *api.SessionInfo
+	for _, si := range resp.Sessions {
+		if si.Id == s.id {
+			found = si
+		}
+	}
+	if found == nil || !found.ConnectedHere || found.Ephemerals != 1 || found.TimeoutMs == 0 {
+		t.Fatalf("session 0x%x in %v", s.id, resp.Sessions)
+	}
+	other, err := adminClient(t, c.Servers[li].GRPCAddr()).Sessions(ctx, &api.SessionsRequest{})
+	if err != nil || len(other.Sessions) != len(resp.Sessions) || other.Sessions[0].ConnectedHere {
+		t.Fatalf("the leader's list: %v %v", other, err)
+	}
+
+	// Kill it through another server.
+	if _, err := adminClient(t, c.Servers[li].GRPCAddr()).KillSession(ctx, &api.KillSessionRequest{Id: s.id}); err != nil {
+		t.Fatalf("kill: %v", err)
+	}
+	if _, err := adminClient(t, here.GRPCAddr()).KillSession(ctx, &api.KillSessionRequest{Id: s.id}); err == nil {
+		t.Fatal("killing a closed session succeeded")
+	}
+	w := newSession(t, here.GRPCAddr())
+	mustOK(t, w.sync())
+	if r := w.do(&api.Request{Op: &api.Request_Exists{Exists: &api.ExistsRequest{Path: "/e"}}}); r.Err != int32(fsm.NoNode) {
+		t.Fatalf("the killed session's ephemeral: %v", fsm.Code(r.Err))
+	}
+
+	// The same digest everywhere at the leader's index.
+	idx := c.Servers[li].AppliedIndex()
+	var digests [][]byte
+	for _, srv := range c.Servers {
+		h, err := adminClient(t, srv.GRPCAddr()).HashKV(ctx, &api.HashKVRequest{MinIndex: idx})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.AppliedIndex < idx {
+			t.Fatalf("%s answered at %d, below %d", h.Id, h.AppliedIndex, idx)
+		}
+		digests = append(digests, h.Digest)
+	}
+	for i := range digests {
+		if !bytes.Equal(digests[i], digests[0]) {
+			t.Fatalf("digests differ at index %d: %x", idx, digests)
+		}
+	}
+
+	stream, err := adminClient(t, here.GRPCAddr()).SaveSnapshot(ctx, &api.SaveSnapshotRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snap bytes.Buffer
+	for {
+		ch, err := stream.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap.Write(ch.Data)
+	}
+	snapBytes := bytes.Clone(snap.Bytes())
+	br := bufio.NewReader(&snap)
+	if _, err := binary.ReadUvarint(br); err != nil {
+		t.Fatal(err)
+	}
+	f := fsm.New()
+	if err := f.Restore(br); err != nil {
+		t.Fatalf("restoring the saved snapshot: %v", err)
+	}
+	if d := f.View().Digest(); !bytes.Equal(d[:], digests[0]) {
+		t.Fatalf("the saved snapshot restores to digest %x, the servers hash %x", d, digests[0])
+	}
+
+	// Disaster recovery: a new one-server cluster from the saved file.
+	file := filepath.Join(t.TempDir(), "backup.snap")
+	if err := os.WriteFile(file, snapBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := TestConfig(t, "r1")
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RaftAddr = lis.Addr().String()
+	lis.Close()
+	cfg.DataDir = filepath.Join(t.TempDir(), "restored")
+	idx2, digest, err := replica.RestoreDataDir(file, cfg.DataDir, "r1", cfg.RaftAddr, cfg.LogStore, cfg.Logger)
+	if err != nil || !bytes.Equal(digest[:], digests[0]) || idx2 == 0 {
+		t.Fatalf("restore: index %d digest %x err %v (want digest %x)", idx2, digest, err, digests[0])
+	}
+	if _, _, err := replica.RestoreDataDir(file, cfg.DataDir, "r1", cfg.RaftAddr, cfg.LogStore, cfg.Logger); err == nil {
+		t.Fatal("restored into a data directory that holds state")
+	}
+	if _, _, err := replica.RestoreDataDir(cfg.DataDir+"/raft.db", filepath.Join(t.TempDir(), "x"), "r1", cfg.RaftAddr, cfg.LogStore, cfg.Logger); err == nil {
+		t.Fatal("restored from a file that is not a snapshot")
+	}
+	rc := &TestCluster{tb: t}
+	restored := rc.start(cfg)
+	rc.Leader()
+	if d := restored.View().Digest(); !bytes.Equal(d[:], digests[0]) {
+		t.Fatalf("the restored server's state has digest %x, want %x", d, digests[0])
+	}
+	rs := newSession(t, restored.GRPCAddr())
+	mustOK(t, rs.create("/after-restore", "x", fsm.ModePersistent))
+}

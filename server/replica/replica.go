@@ -1,0 +1,491 @@
+package replica
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"go.etcd.io/bbolt"
+	"google.golang.org/grpc"
+
+	"coord/fsm"
+	"coord/internal/logbridge"
+	"coord/session"
+	"coord/zxid"
+)
+
+// Observer is told of every change to the state, inside apply: Applied
+// after each command (with the exclusive apply lock held, before the
+// command's waiting request is completed), Restored after a snapshot
+// replaced the state (also under the lock). Both must be quick and must not
+// call back into the Replica's Read or Submit.
+type Observer interface {
+	Applied(cmd *fsm.Command, res fsm.Result, triggers []fsm.Trigger)
+	Restored(v *fsm.View)
+}
+
+// Peers is how a replica reaches the leader's server-to-server service: the
+// server that embeds it knows the other servers' addresses.
+type Peers interface {
+	// Leader returns the current leader's id and gRPC address, waiting up
+	// to ctx for one to be known.
+	Leader(ctx context.Context) (id, grpcAddr string, err error)
+	// Conn returns a shared connection to a server's gRPC address.
+	Conn(grpcAddr string) (*grpc.ClientConn, error)
+	// DialOptions are the options of a dedicated connection to a server
+	// (the forward stream has its own).
+	DialOptions() []grpc.DialOption
+}
+
+// Config is what a replica needs. Stream, Peers and Observer are required;
+// the stores default to raft-boltdb and raft's file snapshot store under
+// DataDir.
+type Config struct {
+	ID       string
+	DataDir  string
+	Observer bool // a raft non-voter
+	// Bootstrap starts a new cluster of this server and BootstrapPeers
+	// (voters) if there is no raft state yet.
+	Bootstrap      bool
+	BootstrapPeers []raft.Server
+
+	RaftTimeout       time.Duration
+	CommitTimeout     time.Duration
+	SnapshotThreshold uint64
+	TrailingLogs      uint64
+	SnapshotInterval  time.Duration
+	// SnapshotLogBytes takes a snapshot once the command entries applied
+	// since the last one pass this many bytes (0: only raft's entry-count
+	// SnapshotThreshold); see snapshot.go.
+	SnapshotLogBytes uint64
+	// EnforceQuota: while this server leads, it stamps the creates,
+	// setData and multis it proposes with fsm.Command.EnforceQuota, so
+	// that apply refuses those passing a hard quota limit (ZooKeeper's
+	// zookeeper.enforceQuota, which its leader also applies alone). The
+	// verdict travels in the log: a server's own setting never changes
+	// what it replays.
+	EnforceQuota bool
+
+	// Stream carries raft's traffic (the server gates it; tests can cut it).
+	Stream raft.StreamLayer
+	// LogStoreKind names the raft log store under DataDir (LogStoreBolt,
+	// LogStoreWAL; "": the one DataDir holds, else DefaultLogStore).
+	LogStoreKind string
+	// LogStore, StableStore and Snapshots replace the stores under DataDir
+	// when set (all three or none).
+	LogStore    raft.LogStore
+	StableStore raft.StableStore
+	Snapshots   raft.SnapshotStore
+
+	Peers   Peers
+	Watcher Observer
+	// Stages, if set, is told how long writes spend in each stage.
+	Stages StageObserver
+	Clock  session.Clock
+	Logger *slog.Logger
+}
+
+// Replica is one raft member of a coord cluster: the log, the proposer (on
+// the leader) or the forwarder (elsewhere), the commit stream and apply. It
+// knows no client connections; an Observer is told of each change.
+type Replica struct {
+	cfg    Config
+	log    *slog.Logger
+	clock  session.Clock
+	origin string
+	seq    atomic.Uint64
+
+	fsm       *raftFSM
+	prop      *proposer
+	fwd       *forwarder
+	raft      *raft.Raft
+	transport *raft.NetworkTransport
+	closer    io.Closer     // the bbolt store, when the replica opened it
+	logs      raft.LogStore // store behind the cache of recent entries
+	storeKind string        // LogStoreBolt or LogStoreWAL ("" with stores handed in)
+	snapStore raft.SnapshotStore
+	diskLow   atomic.Bool
+
+	changeMu sync.Mutex
+	changeCh chan struct{} // closed and replaced on every change (Changed)
+
+	closing   chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+}
+
+// Result is the outcome of a submitted command: the command's result and
+// the index of its entry, or Err when it never applied here (lost
+// leadership, refused before the log, the server stopping, ...).
+type Result struct {
+	Res   fsm.Result
+	Index uint64
+	Err   error
+}
+
+// Errors a submitted command can fail with.
+var (
+	// ErrRefused marks an error of a command refused before it reached the
+	// log: nothing changed (unlike a command whose fate is unknown). It
+	// crosses a forward as ForwardResponse.refused.
+	ErrRefused = errors.New("refused before the log")
+	// ErrDiskFull: the data directory is below the server's free-space
+	// bound (SetDiskLow).
+	ErrDiskFull = fmt.Errorf("server: disk nearly full, refusing writes (%w)", ErrRefused)
+	// ErrClosed: the replica is stopping.
+	ErrClosed = errors.New("server: closed")
+	// ErrNoLeader: the cluster has no leader this server can reach.
+	ErrNoLeader = errors.New("server: no leader")
+	// ErrSnapshotInstalled fails the requests this server was waiting on
+	// when it installed a snapshot: their entries may be folded into the
+	// snapshot, where no entry completes them. Their fate is unknown to
+	// this server, so the client gets ConnectionLoss, re-attaches and
+	// finds out.
+	ErrSnapshotInstalled = errors.New("server: state replaced by a snapshot; outcome unknown")
+	// ErrProposalMismatch: see Stats.Mismatched.
+	ErrProposalMismatch = errors.New("server: the log entry for this request carries another command")
+)
+
+// New opens the stores, starts raft and, if told to, bootstraps a cluster.
+// Call Start once the server can serve the Internal service.
+func New(cfg Config) (*Replica, error) {
+	if cfg.Stream == nil || cfg.Peers == nil || cfg.Watcher == nil {
+		return nil, errors.New("replica: Config needs a Stream, Peers and an Observer")
+	}
+	if given := cfg.LogStore != nil; given != (cfg.StableStore != nil) || given != (cfg.Snapshots != nil) {
+		return nil, errors.New("replica: Config needs all three stores or none")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = session.SystemClock{}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	boot, err := bootNonce()
+	if err != nil {
+		return nil, err
+	}
+	if plantedReuseOrigin != nil {
+		// A planted bug (jepsenplanted builds only): every boot of this
+		// server proposes under the same origin.
+		boot = plantedReuseOrigin()
+	}
+	r := &Replica{cfg: cfg, log: log, clock: cfg.Clock, origin: cfg.ID + "#" + boot,
+		closing: make(chan struct{}), changeCh: make(chan struct{})}
+	r.fsm = newRaftFSM(r.origin, cfg.Watcher, log)
+	r.fsm.onApplied = r.signalChange
+	r.fsm.snapLimit = cfg.SnapshotLogBytes
+	r.fsm.rollSnapAt()
+	if cfg.Stages != nil {
+		r.fsm.stages = cfg.Stages
+	}
+	r.prop = newProposer(r)
+	if err := r.startRaft(); err != nil {
+		return nil, err
+	}
+	r.fwd = newForwarder(r)
+	return r, nil
+}
+
+// Start runs the proposer, the commit follower and the applier.
+func (r *Replica) Start() {
+	r.wg.Add(5)
+	go r.watchRaft()
+	go r.runSnapshots()
+	go r.prop.run()
+	go r.followCommits()
+	go func() { defer r.wg.Done(); r.fsm.runApplier(r.logs, r.closing) }()
+}
+
+func (r *Replica) startRaft() error {
+	cfg := r.cfg
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.Logger = logbridge.HCLog(r.log, "raft")
+	rc.BatchApplyCh = true
+	// A leader removed from the configuration (a reconfig, RemoveServer)
+	// steps down and stays a follower outside the configuration, as a
+	// removed ZooKeeper server keeps running: it serves no clients, starts
+	// no elections, and takes replication again when it is added back
+	// (raft's default shuts its raft down for good).
+	rc.ShutdownOnRemove = false
+	rc.MaxAppendEntries = 1024
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.TrailingLogs = cfg.TrailingLogs
+	scale := func(d time.Duration) time.Duration { return d * cfg.RaftTimeout / time.Second }
+	rc.HeartbeatTimeout = scale(rc.HeartbeatTimeout)
+	rc.ElectionTimeout = scale(rc.ElectionTimeout)
+	// A lease as long as the heartbeat timeout: a leader on a busy machine
+	// does not step down over one slow round.
+	rc.LeaderLeaseTimeout = rc.HeartbeatTimeout
+	// Followers learn that an entry committed from the leader's next
+	// AppendEntries; with nothing else to send, the leader sends one after
+	// CommitTimeout. A follower answers a write only once it has applied
+	// it, so this is directly on the latency of every write through a
+	// follower (raft's default 50 ms would add 50-100 ms).
+	rc.CommitTimeout = cfg.CommitTimeout
+	// Look for a snapshot to take often, so the log is compacted soon after
+	// SnapshotThreshold entries (raft's default looks every 2-4 minutes).
+	rc.SnapshotInterval = cfg.SnapshotInterval
+
+	logStore, stable, snaps := cfg.LogStore, cfg.StableStore, cfg.Snapshots
+	if logStore == nil {
+		ls, ss, closer, kind, err := openLogStore(cfg.DataDir, cfg.LogStoreKind, r.log)
+		if err != nil {
+			return err
+		}
+		fss, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, logbridge.HCLog(r.log, "snapshot"))
+		if err != nil {
+			closer.Close()
+			return fmt.Errorf("server: snapshot store: %w", err)
+		}
+		r.log.Info("raft log store", "kind", kind, "dir", cfg.DataDir)
+		logStore, stable, snaps, r.closer, r.storeKind = ls, ss, fss, closer, kind
+	}
+	closeStore := func() {
+		if r.closer != nil {
+			r.closer.Close()
+		}
+	}
+	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  cfg.Stream,
+		MaxPool: 5, Timeout: 10 * time.Second, Logger: logbridge.HCLog(r.log, "transport"),
+	})
+	if cfg.Bootstrap {
+		has, err := raft.HasExistingState(logStore, stable, snaps)
+		if err != nil {
+			closeStore()
+			trans.Close()
+			return err
+		}
+		servers := []raft.Server{{Suffrage: raft.Voter, ID: raft.ServerID(cfg.ID), Address: trans.LocalAddr()}}
+		for _, p := range cfg.BootstrapPeers {
+			if p.ID != raft.ServerID(cfg.ID) {
+				servers = append(servers, p)
+			}
+		}
+		if !has {
+			if err := raft.BootstrapCluster(rc, logStore, stable, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
+				closeStore()
+				trans.Close()
+				return fmt.Errorf("server: bootstrap: %w", err)
+			}
+		}
+	}
+	// The leader reads recent entries back to replicate them, and the
+	// applier reads what was just stored; a cache of them, bounded in
+	// bytes, spares both a read of the store.
+	logs := newLogCache(logStore, logCacheEntries, logCacheBytes)
+	rf, err := raft.NewRaft(rc, r.fsm, kickingLogStore{LogStore: logs, fsm: r.fsm}, stable, snaps, trans)
+	if err != nil {
+		closeStore()
+		trans.Close()
+		return fmt.Errorf("server: starting raft: %w", err)
+	}
+	r.raft, r.logs, r.transport, r.snapStore = rf, logs, trans, snaps
+	return nil
+}
+
+// bootNonce returns 16 hex digits from the system's random source: with 64
+// random bits, two boots of servers with one id share an origin with
+// negligible odds.
+func bootNonce() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("server: drawing the boot nonce: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// plantedReuseOrigin is nil except in builds with the jepsenplanted tag
+// (planted_jepsen.go), where it returns the boot nonce of every boot: a
+// restarted server's sequence numbers start again at 1 under the origin of
+// its previous boots, so replaying its log completes new requests with old
+// entries' results (the bug the origin fixed). A known bug for jepsen/'s
+// sessions checker to find.
+var plantedReuseOrigin func() string
+
+// boltOptions tunes the raft log's bbolt file for a write path that commits
+// one small transaction per batch of entries: the freelist is not written
+// at each commit (bbolt rebuilds it when it opens the file), which saves a
+// page write per commit, and the map is large from the start so it is
+// rarely remapped under a running write load.
+func boltOptions() *bbolt.Options {
+	return &bbolt.Options{
+		Timeout:         time.Second,
+		NoFreelistSync:  true,
+		FreelistType:    bbolt.FreelistMapType,
+		InitialMmapSize: 64 << 20,
+	}
+}
+
+// Origin names this boot of this server in the log: its id and a random
+// nonce drawn at start. Every command it proposes carries origin and a
+// sequence number, and only an entry with this origin completes one of its
+// waiting requests, so a restarted server (whose sequence numbers start
+// again at 1) or another server reusing the id is never handed the result
+// of a command it did not send in this boot.
+func (r *Replica) Origin() string { return r.origin }
+
+// Raft is the raft member, for membership changes and status; commands go
+// through Submit.
+func (r *Replica) Raft() *raft.Raft { return r.raft }
+
+// Addr is the raft transport's address.
+func (r *Replica) Addr() string { return string(r.transport.LocalAddr()) }
+
+// IsLeader reports whether raft names this server leader now.
+func (r *Replica) IsLeader() bool { return r.raft.State() == raft.Leader }
+
+// View returns the current state (without the apply lock: use Read where
+// reads must be ordered against apply).
+func (r *Replica) View() *fsm.View { return r.fsm.fsm.View() }
+
+// LastZxid is the zxid of the last command applied here.
+func (r *Replica) LastZxid() zxid.Zxid { return r.fsm.fsm.LastZxid() }
+
+// Read runs f on the current state with the apply lock held shared: f's
+// view is the state after some whole command, and no apply runs until f
+// returns, so a watch f registers fires for every later change and an
+// event apply queues lands after anything f queues.
+func (r *Replica) Read(f func(v *fsm.View)) {
+	r.fsm.mu.RLock()
+	defer r.fsm.mu.RUnlock()
+	f(r.fsm.fsm.View())
+}
+
+// Applied is the raft index of the last entry applied here.
+func (r *Replica) Applied() uint64 { return r.fsm.applied.Load() }
+
+// AppliedChanged returns a channel closed when the applied index next moves.
+func (r *Replica) AppliedChanged() <-chan struct{} { return r.fsm.appliedChanged() }
+
+// SetDiskLow makes the replica refuse new writes (other than closing a
+// session) with ErrDiskFull while low is true.
+func (r *Replica) SetDiskLow(low bool) bool { return r.diskLow.Swap(low) }
+
+// LeaderWait is how long a request waits for a leader to appear.
+func (r *Replica) LeaderWait() time.Duration { return 4 * r.cfg.RaftTimeout }
+
+// FirstIndex is the first index in the log (after compaction).
+func (r *Replica) FirstIndex() (uint64, error) { return r.logs.FirstIndex() }
+
+// Changed returns a channel closed at the next change of this replica's
+// state as others see it: raft's role or leader changes, an entry applies
+// (a membership change too), or the replica closes. A caller waiting for a
+// condition takes the channel, checks, and waits on it.
+func (r *Replica) Changed() <-chan struct{} {
+	r.changeMu.Lock()
+	defer r.changeMu.Unlock()
+	return r.changeCh
+}
+
+func (r *Replica) signalChange() {
+	r.changeMu.Lock()
+	close(r.changeCh)
+	r.changeCh = make(chan struct{})
+	r.changeMu.Unlock()
+}
+
+// watchRaft signals a change for each of raft's role and leader
+// observations until the replica closes.
+func (r *Replica) watchRaft() {
+	defer r.wg.Done()
+	ch := make(chan raft.Observation, 16)
+	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
+		switch o.Data.(type) {
+		case raft.RaftState, raft.LeaderObservation, raft.PeerObservation:
+			return true
+		}
+		return false
+	})
+	r.raft.RegisterObserver(obs)
+	defer r.raft.DeregisterObserver(obs)
+	for {
+		select {
+		case <-ch:
+			r.signalChange()
+		case <-r.closing:
+			return
+		}
+	}
+}
+
+// Stats are the replica's counters.
+type Stats struct {
+	// Mismatched counts entries of this boot's origin whose command was not
+	// the one their waiter proposed (never, unless origins repeat); such a
+	// waiter fails rather than take another request's result.
+	Mismatched uint64
+	// SnapshotFailed counts requests failed because a snapshot was
+	// installed while they waited.
+	SnapshotFailed uint64
+	// FastApplied counts entries applied from the leader's commit stream
+	// before raft told of the commit.
+	FastApplied uint64
+	// Pending is how many proposals of this server wait for their entry.
+	Pending int
+}
+
+// Stats returns the replica's counters.
+func (r *Replica) Stats() Stats {
+	return Stats{Mismatched: r.fsm.mismatched.Load(), SnapshotFailed: r.fsm.skipped.Load(),
+		FastApplied: r.fsm.fast.Load(), Pending: r.fsm.pendingCount()}
+}
+
+// Close stops raft, fails every request still waiting and closes the
+// stores.
+// shutdownRaft shuts raft down. raft's Shutdown waits for all its
+// goroutines; one blocked on a peer connection can hold it (a CI run's
+// server test hung in it for minutes at a cluster's teardown), so if it
+// has not finished within a few seconds the transport is closed, which
+// fails whatever waits on the network, and the wait goes on, bounded.
+func (r *Replica) shutdownRaft() error {
+	f := r.raft.Shutdown()
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Second):
+	}
+	r.log.Warn("raft shutdown still waiting after 5s: closing its transport to unblock it")
+	r.transport.Close()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(30 * time.Second):
+		r.log.Error("raft did not shut down within 35s; closing the replica anyway")
+		return errors.New("replica: raft did not shut down within 35s")
+	}
+}
+
+func (r *Replica) Close() error {
+	var err error
+	r.closeOnce.Do(func() {
+		close(r.closing)
+		r.signalChange()
+		r.fwd.close()
+		err = r.shutdownRaft()
+		r.fsm.failAll(ErrClosed)
+		r.wg.Wait()
+		if cerr := r.transport.Close(); err == nil {
+			err = cerr
+		}
+		if r.closer != nil {
+			if cerr := r.closer.Close(); err == nil {
+				err = cerr
+			}
+		}
+	})
+	return err
+}

@@ -1,0 +1,61 @@
+package replica
+
+import (
+	"context"
+
+	"github.com/hashicorp/raft"
+
+	"coord/api"
+)
+
+// SyncIndex returns an index such that once this server has applied it,
+// it has applied everything committed before the call (ZooKeeper's sync).
+func (r *Replica) SyncIndex(ctx context.Context) (uint64, error) {
+	if r.raft.State() == raft.Leader {
+		return r.ReadIndex()
+	}
+	_, addr, err := r.cfg.Peers.Leader(ctx)
+	if err != nil {
+		return 0, err
+	}
+	cc, err := r.cfg.Peers.Conn(addr)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := api.NewInternalClient(cc).ReadIndex(ctx, &api.ReadIndexRequest{})
+	if err != nil {
+		return 0, err
+	}
+	return resp.Index, nil
+}
+
+// ReadIndex answers sync on the leader: once a barrier through the log has
+// been applied here (so this server still leads and has applied everything
+// committed before the call), the applied index is one every follower may
+// wait for.
+func (r *Replica) ReadIndex() (uint64, error) {
+	if r.raft.State() != raft.Leader {
+		return 0, raft.ErrNotLeader
+	}
+	if err := r.raft.Barrier(r.LeaderWait()).Error(); err != nil {
+		return 0, err
+	}
+	return r.fsm.applied.Load(), nil
+}
+
+// WaitApplied blocks until this server has applied index.
+func (r *Replica) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		ch := r.fsm.appliedChanged()
+		if r.fsm.applied.Load() >= index {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-r.closing:
+			return ErrClosed
+		}
+	}
+}

@@ -1,0 +1,59 @@
+package server
+
+import (
+	"testing"
+
+	"github.com/hashicorp/raft"
+
+	"coord/server/sessions"
+)
+
+// TestRenderConfigNumbers: numbers are kept by raft address, taken from
+// the id's trailing number, else the lowest free one; roles follow raft's
+// suffrage; client addresses come from what the server knows or the
+// current text.
+func TestRenderConfigNumbers(t *testing.T) {
+	s := &Server{members: map[string]Member{
+		"s1":    {ID: "s1", GRPCAddr: "10.0.0.1:7001", ZKAddr: "10.0.0.1:2181"},
+		"alpha": {ID: "alpha", GRPCAddr: "10.0.0.2:7001", ZKAddr: "10.0.0.2:2181"},
+		"s7":    {ID: "s7", GRPCAddr: "10.0.0.3:7001"},
+	}}
+	servers := []raft.Server{
+		{ID: "s7", Address: "10.0.0.3:7000", Suffrage: raft.Nonvoter},
+		{ID: "alpha", Address: "10.0.0.2:7000", Suffrage: raft.Voter},
+		{ID: "s1", Address: "10.0.0.1:7000", Suffrage: raft.Voter},
+	}
+	// s7's raft address is server.5 in the current text, with its client
+	// address.
+	current := "server.5=10.0.0.3:7000:7001:participant;10.0.0.3:2181\n"
+	got, complete := s.renderConfig(servers, current)
+	want := "server.1=10.0.0.1:7000:7001:participant;10.0.0.1:2181\n" +
+		"server.2=10.0.0.2:7000:7001:participant;10.0.0.2:2181\n" +
+		"server.5=10.0.0.3:7000:7001:observer;10.0.0.3:2181\n"
+	if got != want || !complete {
+		t.Fatalf("renderConfig =\n%s(complete %v), want\n%s", got, complete, want)
+	}
+}
+
+func TestReconfigTarget(t *testing.T) {
+	cur := parseConfigText("server.1=h:1:2:participant;h:3\nserver.2=h:4:5:participant;h:6\nversion=1")
+	if len(cur) != 2 {
+		t.Fatalf("parsed %v", cur)
+	}
+	tgt, err := reconfigTarget(cur, &sessions.ReconfigArgs{Joining: "server.3=h:7:8:observer;9", Leaving: "1"})
+	if err != nil || len(tgt) != 2 || tgt[0].N != 2 || tgt[1].N != 3 || !tgt[1].Observer || tgt[1].Client != "0.0.0.0:9" {
+		t.Fatalf("incremental target %+v %v", tgt, err)
+	}
+	for _, bad := range []sessions.ReconfigArgs{
+		{Leaving: "x"}, {Joining: "server.3=h:7:8"}, {Joining: "server.3=h:7:8:boss;9"}, {Joining: "server.3=h:0:8;9"},
+		{Joining: "server.3=h:1:8;9"}, // h:1 is server.1's raft address
+	} {
+		if _, err := reconfigTarget(cur, &bad); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+	tgt, err = reconfigTarget(cur, &sessions.ReconfigArgs{NewMembers: "server.4=h:10:11:participant;h:12\nversion=5"})
+	if err != nil || len(tgt) != 1 || tgt[0].String() != "server.4=h:10:11:participant;h:12" {
+		t.Fatalf("non-incremental target %+v %v", tgt, err)
+	}
+}
