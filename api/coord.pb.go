@@ -2424,10 +2424,16 @@ func (x *GetDataRequest) GetWatch() bool {
 }
 
 type GetDataResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
-	NullData      bool                   `protobuf:"varint,2,opt,name=null_data,json=nullData,proto3" json:"null_data,omitempty"`
-	Stat          *Stat                  `protobuf:"bytes,3,opt,name=stat,proto3" json:"stat,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Data     []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	NullData bool                   `protobuf:"varint,2,opt,name=null_data,json=nullData,proto3" json:"null_data,omitempty"`
+	Stat     *Stat                  `protobuf:"bytes,3,opt,name=stat,proto3" json:"stat,omitempty"`
+	// kind_owner is the node's stored owner when it is a container or a TTL
+	// node, in ZooKeeper's encoding (EphemeralType: Long.MIN_VALUE for a
+	// container, 0xFF << 56 | ttl for a TTL node), which Stat hides as
+	// ZooKeeper's does; 0 otherwise. coord's own clients (coordctl export)
+	// read node types from it.
+	KindOwner     int64 `protobuf:"varint,4,opt,name=kind_owner,json=kindOwner,proto3" json:"kind_owner,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2481,6 +2487,13 @@ func (x *GetDataResponse) GetStat() *Stat {
 		return x.Stat
 	}
 	return nil
+}
+
+func (x *GetDataResponse) GetKindOwner() int64 {
+	if x != nil {
+		return x.KindOwner
+	}
+	return 0
 }
 
 type ExistsRequest struct {
@@ -3456,6 +3469,8 @@ type StatusResponse struct {
 	Znodes        int64                  `protobuf:"varint,9,opt,name=znodes,proto3" json:"znodes,omitempty"`
 	Sessions      int64                  `protobuf:"varint,10,opt,name=sessions,proto3" json:"sessions,omitempty"`
 	Watches       int64                  `protobuf:"varint,11,opt,name=watches,proto3" json:"watches,omitempty"`
+	UptimeMs      int64                  `protobuf:"varint,12,opt,name=uptime_ms,json=uptimeMs,proto3" json:"uptime_ms,omitempty"` // since this server started
+	DbBytes       int64                  `protobuf:"varint,13,opt,name=db_bytes,json=dbBytes,proto3" json:"db_bytes,omitempty"`    // size of the raft log store on disk (0 if not a file)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3567,6 +3582,448 @@ func (x *StatusResponse) GetWatches() int64 {
 	return 0
 }
 
+func (x *StatusResponse) GetUptimeMs() int64 {
+	if x != nil {
+		return x.UptimeMs
+	}
+	return 0
+}
+
+func (x *StatusResponse) GetDbBytes() int64 {
+	if x != nil {
+		return x.DbBytes
+	}
+	return 0
+}
+
+type SessionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionsRequest) Reset() {
+	*x = SessionsRequest{}
+	mi := &file_coord_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionsRequest) ProtoMessage() {}
+
+func (x *SessionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_coord_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionsRequest.ProtoReflect.Descriptor instead.
+func (*SessionsRequest) Descriptor() ([]byte, []int) {
+	return file_coord_proto_rawDescGZIP(), []int{51}
+}
+
+type SessionInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	TimeoutMs     int32                  `protobuf:"varint,2,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	Owner         string                 `protobuf:"bytes,3,opt,name=owner,proto3" json:"owner,omitempty"` // the connection that holds it (server id#boot/n)
+	Ephemerals    int64                  `protobuf:"varint,4,opt,name=ephemerals,proto3" json:"ephemerals,omitempty"`
+	ConnectedHere bool                   `protobuf:"varint,5,opt,name=connected_here,json=connectedHere,proto3" json:"connected_here,omitempty"` // connected to the answering server
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionInfo) Reset() {
+	*x = SessionInfo{}
+	mi := &file_coord_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionInfo) ProtoMessage() {}
+
+func (x *SessionInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_coord_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
+func (*SessionInfo) Descriptor() ([]byte, []int) {
+	return file_coord_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *SessionInfo) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *SessionInfo) GetTimeoutMs() int32 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *SessionInfo) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *SessionInfo) GetEphemerals() int64 {
+	if x != nil {
+		return x.Ephemerals
+	}
+	return 0
+}
+
+func (x *SessionInfo) GetConnectedHere() bool {
+	if x != nil {
+		return x.ConnectedHere
+	}
+	return false
+}
+
+type SessionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sessions      []*SessionInfo         `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionsResponse) Reset() {
+	*x = SessionsResponse{}
+	mi := &file_coord_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionsResponse) ProtoMessage() {}
+
+func (x *SessionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_coord_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionsResponse.ProtoReflect.Descriptor instead.
+func (*SessionsResponse) Descriptor() ([]byte, []int) {
+	return file_coord_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *SessionsResponse) GetSessions() []*SessionInfo {
+	if x != nil {
+		return x.Sessions
+	}
+	return nil
+}
+
+type KillSessionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KillSessionRequest) Reset() {
+	*x = KillSessionRequest{}
+	mi := &file_coord_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KillSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KillSessionRequest) ProtoMessage() {}
+
+func (x *KillSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_coord_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KillSessionRequest.ProtoReflect.Descriptor instead.
+func (*KillSessionRequest) Descriptor() ([]byte, []int) {
+	return file_coord_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *KillSessionRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type KillSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KillSessionResponse) Reset() {
+	*x = KillSessionResponse{}
+	mi := &file_coord_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KillSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KillSessionResponse) ProtoMessage() {}
+
+func (x *KillSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_coord_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KillSessionResponse.ProtoReflect.Descriptor instead.
+func (*KillSessionResponse) Descriptor() ([]byte, []int) {
+	return file_coord_proto_rawDescGZIP(), []int{55}
+}
+
+type HashKVRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MinIndex      uint64                 `protobuf:"varint,1,opt,name=min_index,json=minIndex,proto3" json:"min_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HashKVRequest) Reset() {
+	*x = HashKVRequest{}
+	mi := &file_coord_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HashKVRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HashKVRequest) ProtoMessage() {}
+
+func (x *HashKVRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_coord_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HashKVRequest.ProtoReflect.Descriptor instead.
+func (*HashKVRequest) Descriptor() ([]byte, []int) {
+	return file_coord_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *HashKVRequest) GetMinIndex() uint64 {
+	if x != nil {
+		return x.MinIndex
+	}
+	return 0
+}
+
+type HashKVResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	AppliedIndex  uint64                 `protobuf:"varint,2,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	LastZxid      int64                  `protobuf:"varint,3,opt,name=last_zxid,json=lastZxid,proto3" json:"last_zxid,omitempty"`
+	Digest        []byte                 `protobuf:"bytes,4,opt,name=digest,proto3" json:"digest,omitempty"` // SHA-256 of the snapshot stream of the state
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HashKVResponse) Reset() {
+	*x = HashKVResponse{}
+	mi := &file_coord_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HashKVResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HashKVResponse) ProtoMessage() {}
+
+func (x *HashKVResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_coord_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HashKVResponse.ProtoReflect.Descriptor instead.
+func (*HashKVResponse) Descriptor() ([]byte, []int) {
+	return file_coord_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *HashKVResponse) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *HashKVResponse) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *HashKVResponse) GetLastZxid() int64 {
+	if x != nil {
+		return x.LastZxid
+	}
+	return 0
+}
+
+func (x *HashKVResponse) GetDigest() []byte {
+	if x != nil {
+		return x.Digest
+	}
+	return nil
+}
+
+type SaveSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SaveSnapshotRequest) Reset() {
+	*x = SaveSnapshotRequest{}
+	mi := &file_coord_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SaveSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SaveSnapshotRequest) ProtoMessage() {}
+
+func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_coord_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_coord_proto_rawDescGZIP(), []int{58}
+}
+
+type SnapshotChunk struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotChunk) Reset() {
+	*x = SnapshotChunk{}
+	mi := &file_coord_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotChunk) ProtoMessage() {}
+
+func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_coord_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
+func (*SnapshotChunk) Descriptor() ([]byte, []int) {
+	return file_coord_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *SnapshotChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
 type Member struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -3583,7 +4040,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_coord_proto_msgTypes[51]
+	mi := &file_coord_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3595,7 +4052,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[51]
+	mi := &file_coord_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3608,7 +4065,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{51}
+	return file_coord_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Member) GetId() string {
@@ -3675,7 +4132,7 @@ type MembersRequest struct {
 
 func (x *MembersRequest) Reset() {
 	*x = MembersRequest{}
-	mi := &file_coord_proto_msgTypes[52]
+	mi := &file_coord_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3687,7 +4144,7 @@ func (x *MembersRequest) String() string {
 func (*MembersRequest) ProtoMessage() {}
 
 func (x *MembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[52]
+	mi := &file_coord_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3700,7 +4157,7 @@ func (x *MembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
 func (*MembersRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{52}
+	return file_coord_proto_rawDescGZIP(), []int{61}
 }
 
 type MembersResponse struct {
@@ -3712,7 +4169,7 @@ type MembersResponse struct {
 
 func (x *MembersResponse) Reset() {
 	*x = MembersResponse{}
-	mi := &file_coord_proto_msgTypes[53]
+	mi := &file_coord_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3724,7 +4181,7 @@ func (x *MembersResponse) String() string {
 func (*MembersResponse) ProtoMessage() {}
 
 func (x *MembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[53]
+	mi := &file_coord_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3737,7 +4194,7 @@ func (x *MembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersResponse.ProtoReflect.Descriptor instead.
 func (*MembersResponse) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{53}
+	return file_coord_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *MembersResponse) GetMembers() []*Member {
@@ -3758,7 +4215,7 @@ type AddServerRequest struct {
 
 func (x *AddServerRequest) Reset() {
 	*x = AddServerRequest{}
-	mi := &file_coord_proto_msgTypes[54]
+	mi := &file_coord_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3770,7 +4227,7 @@ func (x *AddServerRequest) String() string {
 func (*AddServerRequest) ProtoMessage() {}
 
 func (x *AddServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[54]
+	mi := &file_coord_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3783,7 +4240,7 @@ func (x *AddServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddServerRequest.ProtoReflect.Descriptor instead.
 func (*AddServerRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{54}
+	return file_coord_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *AddServerRequest) GetId() string {
@@ -3815,7 +4272,7 @@ type AddServerResponse struct {
 
 func (x *AddServerResponse) Reset() {
 	*x = AddServerResponse{}
-	mi := &file_coord_proto_msgTypes[55]
+	mi := &file_coord_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3827,7 +4284,7 @@ func (x *AddServerResponse) String() string {
 func (*AddServerResponse) ProtoMessage() {}
 
 func (x *AddServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[55]
+	mi := &file_coord_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3840,7 +4297,7 @@ func (x *AddServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddServerResponse.ProtoReflect.Descriptor instead.
 func (*AddServerResponse) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{55}
+	return file_coord_proto_rawDescGZIP(), []int{64}
 }
 
 type RemoveServerRequest struct {
@@ -3852,7 +4309,7 @@ type RemoveServerRequest struct {
 
 func (x *RemoveServerRequest) Reset() {
 	*x = RemoveServerRequest{}
-	mi := &file_coord_proto_msgTypes[56]
+	mi := &file_coord_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3864,7 +4321,7 @@ func (x *RemoveServerRequest) String() string {
 func (*RemoveServerRequest) ProtoMessage() {}
 
 func (x *RemoveServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[56]
+	mi := &file_coord_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3877,7 +4334,7 @@ func (x *RemoveServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveServerRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{56}
+	return file_coord_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *RemoveServerRequest) GetId() string {
@@ -3895,7 +4352,7 @@ type RemoveServerResponse struct {
 
 func (x *RemoveServerResponse) Reset() {
 	*x = RemoveServerResponse{}
-	mi := &file_coord_proto_msgTypes[57]
+	mi := &file_coord_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3907,7 +4364,7 @@ func (x *RemoveServerResponse) String() string {
 func (*RemoveServerResponse) ProtoMessage() {}
 
 func (x *RemoveServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[57]
+	mi := &file_coord_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3920,7 +4377,7 @@ func (x *RemoveServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveServerResponse) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{57}
+	return file_coord_proto_rawDescGZIP(), []int{66}
 }
 
 type TransferLeadershipRequest struct {
@@ -3932,7 +4389,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_coord_proto_msgTypes[58]
+	mi := &file_coord_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3944,7 +4401,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[58]
+	mi := &file_coord_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3957,7 +4414,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{58}
+	return file_coord_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *TransferLeadershipRequest) GetId() string {
@@ -3976,7 +4433,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_coord_proto_msgTypes[59]
+	mi := &file_coord_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3988,7 +4445,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[59]
+	mi := &file_coord_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4001,7 +4458,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{59}
+	return file_coord_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -4019,7 +4476,7 @@ type SnapshotRequest struct {
 
 func (x *SnapshotRequest) Reset() {
 	*x = SnapshotRequest{}
-	mi := &file_coord_proto_msgTypes[60]
+	mi := &file_coord_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4031,7 +4488,7 @@ func (x *SnapshotRequest) String() string {
 func (*SnapshotRequest) ProtoMessage() {}
 
 func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[60]
+	mi := &file_coord_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4044,7 +4501,7 @@ func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{60}
+	return file_coord_proto_rawDescGZIP(), []int{69}
 }
 
 type SnapshotResponse struct {
@@ -4056,7 +4513,7 @@ type SnapshotResponse struct {
 
 func (x *SnapshotResponse) Reset() {
 	*x = SnapshotResponse{}
-	mi := &file_coord_proto_msgTypes[61]
+	mi := &file_coord_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4068,7 +4525,7 @@ func (x *SnapshotResponse) String() string {
 func (*SnapshotResponse) ProtoMessage() {}
 
 func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[61]
+	mi := &file_coord_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4081,7 +4538,7 @@ func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{61}
+	return file_coord_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *SnapshotResponse) GetIndex() uint64 {
@@ -4101,7 +4558,7 @@ type ForwardRequest struct {
 
 func (x *ForwardRequest) Reset() {
 	*x = ForwardRequest{}
-	mi := &file_coord_proto_msgTypes[62]
+	mi := &file_coord_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4113,7 +4570,7 @@ func (x *ForwardRequest) String() string {
 func (*ForwardRequest) ProtoMessage() {}
 
 func (x *ForwardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[62]
+	mi := &file_coord_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4126,7 +4583,7 @@ func (x *ForwardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardRequest.ProtoReflect.Descriptor instead.
 func (*ForwardRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{62}
+	return file_coord_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ForwardRequest) GetSeq() uint64 {
@@ -4164,7 +4621,7 @@ type ForwardResponse struct {
 
 func (x *ForwardResponse) Reset() {
 	*x = ForwardResponse{}
-	mi := &file_coord_proto_msgTypes[63]
+	mi := &file_coord_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4176,7 +4633,7 @@ func (x *ForwardResponse) String() string {
 func (*ForwardResponse) ProtoMessage() {}
 
 func (x *ForwardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[63]
+	mi := &file_coord_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4189,7 +4646,7 @@ func (x *ForwardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardResponse.ProtoReflect.Descriptor instead.
 func (*ForwardResponse) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{63}
+	return file_coord_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ForwardResponse) GetSeq() uint64 {
@@ -4236,7 +4693,7 @@ type CommitsRequest struct {
 
 func (x *CommitsRequest) Reset() {
 	*x = CommitsRequest{}
-	mi := &file_coord_proto_msgTypes[64]
+	mi := &file_coord_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4248,7 +4705,7 @@ func (x *CommitsRequest) String() string {
 func (*CommitsRequest) ProtoMessage() {}
 
 func (x *CommitsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[64]
+	mi := &file_coord_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4261,7 +4718,7 @@ func (x *CommitsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitsRequest.ProtoReflect.Descriptor instead.
 func (*CommitsRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{64}
+	return file_coord_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *CommitsRequest) GetServerId() string {
@@ -4281,7 +4738,7 @@ type CommitPosition struct {
 
 func (x *CommitPosition) Reset() {
 	*x = CommitPosition{}
-	mi := &file_coord_proto_msgTypes[65]
+	mi := &file_coord_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4293,7 +4750,7 @@ func (x *CommitPosition) String() string {
 func (*CommitPosition) ProtoMessage() {}
 
 func (x *CommitPosition) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[65]
+	mi := &file_coord_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4306,7 +4763,7 @@ func (x *CommitPosition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitPosition.ProtoReflect.Descriptor instead.
 func (*CommitPosition) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{65}
+	return file_coord_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *CommitPosition) GetIndex() uint64 {
@@ -4333,7 +4790,7 @@ type TouchRequest struct {
 
 func (x *TouchRequest) Reset() {
 	*x = TouchRequest{}
-	mi := &file_coord_proto_msgTypes[66]
+	mi := &file_coord_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4345,7 +4802,7 @@ func (x *TouchRequest) String() string {
 func (*TouchRequest) ProtoMessage() {}
 
 func (x *TouchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[66]
+	mi := &file_coord_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4358,7 +4815,7 @@ func (x *TouchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TouchRequest.ProtoReflect.Descriptor instead.
 func (*TouchRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{66}
+	return file_coord_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *TouchRequest) GetSessions() []int64 {
@@ -4384,7 +4841,7 @@ type TouchResponse struct {
 
 func (x *TouchResponse) Reset() {
 	*x = TouchResponse{}
-	mi := &file_coord_proto_msgTypes[67]
+	mi := &file_coord_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4396,7 +4853,7 @@ func (x *TouchResponse) String() string {
 func (*TouchResponse) ProtoMessage() {}
 
 func (x *TouchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[67]
+	mi := &file_coord_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4409,7 +4866,7 @@ func (x *TouchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TouchResponse.ProtoReflect.Descriptor instead.
 func (*TouchResponse) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{67}
+	return file_coord_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *TouchResponse) GetUnknown() []int64 {
@@ -4427,7 +4884,7 @@ type ReadIndexRequest struct {
 
 func (x *ReadIndexRequest) Reset() {
 	*x = ReadIndexRequest{}
-	mi := &file_coord_proto_msgTypes[68]
+	mi := &file_coord_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4439,7 +4896,7 @@ func (x *ReadIndexRequest) String() string {
 func (*ReadIndexRequest) ProtoMessage() {}
 
 func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[68]
+	mi := &file_coord_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4452,7 +4909,7 @@ func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexRequest.ProtoReflect.Descriptor instead.
 func (*ReadIndexRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{68}
+	return file_coord_proto_rawDescGZIP(), []int{77}
 }
 
 type ReadIndexResponse struct {
@@ -4464,7 +4921,7 @@ type ReadIndexResponse struct {
 
 func (x *ReadIndexResponse) Reset() {
 	*x = ReadIndexResponse{}
-	mi := &file_coord_proto_msgTypes[69]
+	mi := &file_coord_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4476,7 +4933,7 @@ func (x *ReadIndexResponse) String() string {
 func (*ReadIndexResponse) ProtoMessage() {}
 
 func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[69]
+	mi := &file_coord_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4489,7 +4946,7 @@ func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexResponse.ProtoReflect.Descriptor instead.
 func (*ReadIndexResponse) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{69}
+	return file_coord_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ReadIndexResponse) GetIndex() uint64 {
@@ -4508,7 +4965,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_coord_proto_msgTypes[70]
+	mi := &file_coord_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4520,7 +4977,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[70]
+	mi := &file_coord_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4533,7 +4990,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{70}
+	return file_coord_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *JoinRequest) GetMember() *Member {
@@ -4552,7 +5009,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_coord_proto_msgTypes[71]
+	mi := &file_coord_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4564,7 +5021,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[71]
+	mi := &file_coord_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4577,7 +5034,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{71}
+	return file_coord_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *JoinResponse) GetMembers() []*Member {
@@ -4754,11 +5211,13 @@ const file_coord_proto_rawDesc = "" +
 	"\aresults\x18\x01 \x03(\v2\x19.coord.v1.MultiReadResultR\aresults\":\n" +
 	"\x0eGetDataRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x14\n" +
-	"\x05watch\x18\x02 \x01(\bR\x05watch\"f\n" +
+	"\x05watch\x18\x02 \x01(\bR\x05watch\"\x85\x01\n" +
 	"\x0fGetDataResponse\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x1b\n" +
 	"\tnull_data\x18\x02 \x01(\bR\bnullData\x12\"\n" +
-	"\x04stat\x18\x03 \x01(\v2\x0e.coord.v1.StatR\x04stat\"9\n" +
+	"\x04stat\x18\x03 \x01(\v2\x0e.coord.v1.StatR\x04stat\x12\x1d\n" +
+	"\n" +
+	"kind_owner\x18\x04 \x01(\x03R\tkindOwner\"9\n" +
 	"\rExistsRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x14\n" +
 	"\x05watch\x18\x02 \x01(\bR\x05watch\">\n" +
@@ -4812,7 +5271,7 @@ const file_coord_proto_rawDesc = "" +
 	"\x05state\x18\x02 \x01(\x05R\x05state\x12\x12\n" +
 	"\x04path\x18\x03 \x01(\tR\x04path\x12\x12\n" +
 	"\x04zxid\x18\x04 \x01(\x03R\x04zxid\"\x0f\n" +
-	"\rStatusRequest\"\xb9\x02\n" +
+	"\rStatusRequest\"\xf1\x02\n" +
 	"\x0eStatusResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04role\x18\x02 \x01(\tR\x04role\x12\x1b\n" +
@@ -4826,7 +5285,34 @@ const file_coord_proto_rawDesc = "" +
 	"\x06znodes\x18\t \x01(\x03R\x06znodes\x12\x1a\n" +
 	"\bsessions\x18\n" +
 	" \x01(\x03R\bsessions\x12\x18\n" +
-	"\awatches\x18\v \x01(\x03R\awatches\"\xca\x01\n" +
+	"\awatches\x18\v \x01(\x03R\awatches\x12\x1b\n" +
+	"\tuptime_ms\x18\f \x01(\x03R\buptimeMs\x12\x19\n" +
+	"\bdb_bytes\x18\r \x01(\x03R\adbBytes\"\x11\n" +
+	"\x0fSessionsRequest\"\x99\x01\n" +
+	"\vSessionInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x02 \x01(\x05R\ttimeoutMs\x12\x14\n" +
+	"\x05owner\x18\x03 \x01(\tR\x05owner\x12\x1e\n" +
+	"\n" +
+	"ephemerals\x18\x04 \x01(\x03R\n" +
+	"ephemerals\x12%\n" +
+	"\x0econnected_here\x18\x05 \x01(\bR\rconnectedHere\"E\n" +
+	"\x10SessionsResponse\x121\n" +
+	"\bsessions\x18\x01 \x03(\v2\x15.coord.v1.SessionInfoR\bsessions\"$\n" +
+	"\x12KillSessionRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"\x15\n" +
+	"\x13KillSessionResponse\",\n" +
+	"\rHashKVRequest\x12\x1b\n" +
+	"\tmin_index\x18\x01 \x01(\x04R\bminIndex\"z\n" +
+	"\x0eHashKVResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
+	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\x12\x1b\n" +
+	"\tlast_zxid\x18\x03 \x01(\x03R\blastZxid\x12\x16\n" +
+	"\x06digest\x18\x04 \x01(\fR\x06digest\"\x15\n" +
+	"\x13SaveSnapshotRequest\"#\n" +
+	"\rSnapshotChunk\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"\xca\x01\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
@@ -4881,14 +5367,18 @@ const file_coord_proto_rawDesc = "" +
 	"\fJoinResponse\x12*\n" +
 	"\amembers\x18\x01 \x03(\v2\x10.coord.v1.MemberR\amembers2H\n" +
 	"\x05Coord\x12?\n" +
-	"\aSession\x12\x17.coord.v1.ClientMessage\x1a\x17.coord.v1.ServerMessage(\x010\x012\xbd\x03\n" +
+	"\aSession\x12\x17.coord.v1.ClientMessage\x1a\x17.coord.v1.ServerMessage(\x010\x012\xd3\x05\n" +
 	"\x05Admin\x12;\n" +
 	"\x06Status\x12\x17.coord.v1.StatusRequest\x1a\x18.coord.v1.StatusResponse\x12>\n" +
 	"\aMembers\x12\x18.coord.v1.MembersRequest\x1a\x19.coord.v1.MembersResponse\x12D\n" +
 	"\tAddServer\x12\x1a.coord.v1.AddServerRequest\x1a\x1b.coord.v1.AddServerResponse\x12M\n" +
 	"\fRemoveServer\x12\x1d.coord.v1.RemoveServerRequest\x1a\x1e.coord.v1.RemoveServerResponse\x12_\n" +
 	"\x12TransferLeadership\x12#.coord.v1.TransferLeadershipRequest\x1a$.coord.v1.TransferLeadershipResponse\x12A\n" +
-	"\bSnapshot\x12\x19.coord.v1.SnapshotRequest\x1a\x1a.coord.v1.SnapshotResponse2\xc6\x02\n" +
+	"\bSnapshot\x12\x19.coord.v1.SnapshotRequest\x1a\x1a.coord.v1.SnapshotResponse\x12A\n" +
+	"\bSessions\x12\x19.coord.v1.SessionsRequest\x1a\x1a.coord.v1.SessionsResponse\x12J\n" +
+	"\vKillSession\x12\x1c.coord.v1.KillSessionRequest\x1a\x1d.coord.v1.KillSessionResponse\x12;\n" +
+	"\x06HashKV\x12\x17.coord.v1.HashKVRequest\x1a\x18.coord.v1.HashKVResponse\x12H\n" +
+	"\fSaveSnapshot\x12\x1d.coord.v1.SaveSnapshotRequest\x1a\x17.coord.v1.SnapshotChunk0\x012\xc6\x02\n" +
 	"\bInternal\x12B\n" +
 	"\aForward\x12\x18.coord.v1.ForwardRequest\x1a\x19.coord.v1.ForwardResponse(\x010\x01\x128\n" +
 	"\x05Touch\x12\x16.coord.v1.TouchRequest\x1a\x17.coord.v1.TouchResponse\x12D\n" +
@@ -4908,7 +5398,7 @@ func file_coord_proto_rawDescGZIP() []byte {
 	return file_coord_proto_rawDescData
 }
 
-var file_coord_proto_msgTypes = make([]protoimpl.MessageInfo, 72)
+var file_coord_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
 var file_coord_proto_goTypes = []any{
 	(*ClientMessage)(nil),               // 0: coord.v1.ClientMessage
 	(*ServerMessage)(nil),               // 1: coord.v1.ServerMessage
@@ -4961,27 +5451,36 @@ var file_coord_proto_goTypes = []any{
 	(*WatchEvent)(nil),                  // 48: coord.v1.WatchEvent
 	(*StatusRequest)(nil),               // 49: coord.v1.StatusRequest
 	(*StatusResponse)(nil),              // 50: coord.v1.StatusResponse
-	(*Member)(nil),                      // 51: coord.v1.Member
-	(*MembersRequest)(nil),              // 52: coord.v1.MembersRequest
-	(*MembersResponse)(nil),             // 53: coord.v1.MembersResponse
-	(*AddServerRequest)(nil),            // 54: coord.v1.AddServerRequest
-	(*AddServerResponse)(nil),           // 55: coord.v1.AddServerResponse
-	(*RemoveServerRequest)(nil),         // 56: coord.v1.RemoveServerRequest
-	(*RemoveServerResponse)(nil),        // 57: coord.v1.RemoveServerResponse
-	(*TransferLeadershipRequest)(nil),   // 58: coord.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil),  // 59: coord.v1.TransferLeadershipResponse
-	(*SnapshotRequest)(nil),             // 60: coord.v1.SnapshotRequest
-	(*SnapshotResponse)(nil),            // 61: coord.v1.SnapshotResponse
-	(*ForwardRequest)(nil),              // 62: coord.v1.ForwardRequest
-	(*ForwardResponse)(nil),             // 63: coord.v1.ForwardResponse
-	(*CommitsRequest)(nil),              // 64: coord.v1.CommitsRequest
-	(*CommitPosition)(nil),              // 65: coord.v1.CommitPosition
-	(*TouchRequest)(nil),                // 66: coord.v1.TouchRequest
-	(*TouchResponse)(nil),               // 67: coord.v1.TouchResponse
-	(*ReadIndexRequest)(nil),            // 68: coord.v1.ReadIndexRequest
-	(*ReadIndexResponse)(nil),           // 69: coord.v1.ReadIndexResponse
-	(*JoinRequest)(nil),                 // 70: coord.v1.JoinRequest
-	(*JoinResponse)(nil),                // 71: coord.v1.JoinResponse
+	(*SessionsRequest)(nil),             // 51: coord.v1.SessionsRequest
+	(*SessionInfo)(nil),                 // 52: coord.v1.SessionInfo
+	(*SessionsResponse)(nil),            // 53: coord.v1.SessionsResponse
+	(*KillSessionRequest)(nil),          // 54: coord.v1.KillSessionRequest
+	(*KillSessionResponse)(nil),         // 55: coord.v1.KillSessionResponse
+	(*HashKVRequest)(nil),               // 56: coord.v1.HashKVRequest
+	(*HashKVResponse)(nil),              // 57: coord.v1.HashKVResponse
+	(*SaveSnapshotRequest)(nil),         // 58: coord.v1.SaveSnapshotRequest
+	(*SnapshotChunk)(nil),               // 59: coord.v1.SnapshotChunk
+	(*Member)(nil),                      // 60: coord.v1.Member
+	(*MembersRequest)(nil),              // 61: coord.v1.MembersRequest
+	(*MembersResponse)(nil),             // 62: coord.v1.MembersResponse
+	(*AddServerRequest)(nil),            // 63: coord.v1.AddServerRequest
+	(*AddServerResponse)(nil),           // 64: coord.v1.AddServerResponse
+	(*RemoveServerRequest)(nil),         // 65: coord.v1.RemoveServerRequest
+	(*RemoveServerResponse)(nil),        // 66: coord.v1.RemoveServerResponse
+	(*TransferLeadershipRequest)(nil),   // 67: coord.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil),  // 68: coord.v1.TransferLeadershipResponse
+	(*SnapshotRequest)(nil),             // 69: coord.v1.SnapshotRequest
+	(*SnapshotResponse)(nil),            // 70: coord.v1.SnapshotResponse
+	(*ForwardRequest)(nil),              // 71: coord.v1.ForwardRequest
+	(*ForwardResponse)(nil),             // 72: coord.v1.ForwardResponse
+	(*CommitsRequest)(nil),              // 73: coord.v1.CommitsRequest
+	(*CommitPosition)(nil),              // 74: coord.v1.CommitPosition
+	(*TouchRequest)(nil),                // 75: coord.v1.TouchRequest
+	(*TouchResponse)(nil),               // 76: coord.v1.TouchResponse
+	(*ReadIndexRequest)(nil),            // 77: coord.v1.ReadIndexRequest
+	(*ReadIndexResponse)(nil),           // 78: coord.v1.ReadIndexResponse
+	(*JoinRequest)(nil),                 // 79: coord.v1.JoinRequest
+	(*JoinResponse)(nil),                // 80: coord.v1.JoinResponse
 }
 var file_coord_proto_depIdxs = []int32{
 	2,  // 0: coord.v1.ClientMessage.connect:type_name -> coord.v1.ConnectRequest
@@ -5046,38 +5545,47 @@ var file_coord_proto_depIdxs = []int32{
 	6,  // 59: coord.v1.GetACLResponse.acl:type_name -> coord.v1.ACL
 	7,  // 60: coord.v1.GetACLResponse.stat:type_name -> coord.v1.Stat
 	42, // 61: coord.v1.WhoAmIResponse.client_info:type_name -> coord.v1.ClientInfo
-	51, // 62: coord.v1.MembersResponse.members:type_name -> coord.v1.Member
-	51, // 63: coord.v1.JoinRequest.member:type_name -> coord.v1.Member
-	51, // 64: coord.v1.JoinResponse.members:type_name -> coord.v1.Member
-	0,  // 65: coord.v1.Coord.Session:input_type -> coord.v1.ClientMessage
-	49, // 66: coord.v1.Admin.Status:input_type -> coord.v1.StatusRequest
-	52, // 67: coord.v1.Admin.Members:input_type -> coord.v1.MembersRequest
-	54, // 68: coord.v1.Admin.AddServer:input_type -> coord.v1.AddServerRequest
-	56, // 69: coord.v1.Admin.RemoveServer:input_type -> coord.v1.RemoveServerRequest
-	58, // 70: coord.v1.Admin.TransferLeadership:input_type -> coord.v1.TransferLeadershipRequest
-	60, // 71: coord.v1.Admin.Snapshot:input_type -> coord.v1.SnapshotRequest
-	62, // 72: coord.v1.Internal.Forward:input_type -> coord.v1.ForwardRequest
-	66, // 73: coord.v1.Internal.Touch:input_type -> coord.v1.TouchRequest
-	68, // 74: coord.v1.Internal.ReadIndex:input_type -> coord.v1.ReadIndexRequest
-	70, // 75: coord.v1.Internal.Join:input_type -> coord.v1.JoinRequest
-	64, // 76: coord.v1.Internal.Commits:input_type -> coord.v1.CommitsRequest
-	1,  // 77: coord.v1.Coord.Session:output_type -> coord.v1.ServerMessage
-	50, // 78: coord.v1.Admin.Status:output_type -> coord.v1.StatusResponse
-	53, // 79: coord.v1.Admin.Members:output_type -> coord.v1.MembersResponse
-	55, // 80: coord.v1.Admin.AddServer:output_type -> coord.v1.AddServerResponse
-	57, // 81: coord.v1.Admin.RemoveServer:output_type -> coord.v1.RemoveServerResponse
-	59, // 82: coord.v1.Admin.TransferLeadership:output_type -> coord.v1.TransferLeadershipResponse
-	61, // 83: coord.v1.Admin.Snapshot:output_type -> coord.v1.SnapshotResponse
-	63, // 84: coord.v1.Internal.Forward:output_type -> coord.v1.ForwardResponse
-	67, // 85: coord.v1.Internal.Touch:output_type -> coord.v1.TouchResponse
-	69, // 86: coord.v1.Internal.ReadIndex:output_type -> coord.v1.ReadIndexResponse
-	71, // 87: coord.v1.Internal.Join:output_type -> coord.v1.JoinResponse
-	65, // 88: coord.v1.Internal.Commits:output_type -> coord.v1.CommitPosition
-	77, // [77:89] is the sub-list for method output_type
-	65, // [65:77] is the sub-list for method input_type
-	65, // [65:65] is the sub-list for extension type_name
-	65, // [65:65] is the sub-list for extension extendee
-	0,  // [0:65] is the sub-list for field type_name
+	52, // 62: coord.v1.SessionsResponse.sessions:type_name -> coord.v1.SessionInfo
+	60, // 63: coord.v1.MembersResponse.members:type_name -> coord.v1.Member
+	60, // 64: coord.v1.JoinRequest.member:type_name -> coord.v1.Member
+	60, // 65: coord.v1.JoinResponse.members:type_name -> coord.v1.Member
+	0,  // 66: coord.v1.Coord.Session:input_type -> coord.v1.ClientMessage
+	49, // 67: coord.v1.Admin.Status:input_type -> coord.v1.StatusRequest
+	61, // 68: coord.v1.Admin.Members:input_type -> coord.v1.MembersRequest
+	63, // 69: coord.v1.Admin.AddServer:input_type -> coord.v1.AddServerRequest
+	65, // 70: coord.v1.Admin.RemoveServer:input_type -> coord.v1.RemoveServerRequest
+	67, // 71: coord.v1.Admin.TransferLeadership:input_type -> coord.v1.TransferLeadershipRequest
+	69, // 72: coord.v1.Admin.Snapshot:input_type -> coord.v1.SnapshotRequest
+	51, // 73: coord.v1.Admin.Sessions:input_type -> coord.v1.SessionsRequest
+	54, // 74: coord.v1.Admin.KillSession:input_type -> coord.v1.KillSessionRequest
+	56, // 75: coord.v1.Admin.HashKV:input_type -> coord.v1.HashKVRequest
+	58, // 76: coord.v1.Admin.SaveSnapshot:input_type -> coord.v1.SaveSnapshotRequest
+	71, // 77: coord.v1.Internal.Forward:input_type -> coord.v1.ForwardRequest
+	75, // 78: coord.v1.Internal.Touch:input_type -> coord.v1.TouchRequest
+	77, // 79: coord.v1.Internal.ReadIndex:input_type -> coord.v1.ReadIndexRequest
+	79, // 80: coord.v1.Internal.Join:input_type -> coord.v1.JoinRequest
+	73, // 81: coord.v1.Internal.Commits:input_type -> coord.v1.CommitsRequest
+	1,  // 82: coord.v1.Coord.Session:output_type -> coord.v1.ServerMessage
+	50, // 83: coord.v1.Admin.Status:output_type -> coord.v1.StatusResponse
+	62, // 84: coord.v1.Admin.Members:output_type -> coord.v1.MembersResponse
+	64, // 85: coord.v1.Admin.AddServer:output_type -> coord.v1.AddServerResponse
+	66, // 86: coord.v1.Admin.RemoveServer:output_type -> coord.v1.RemoveServerResponse
+	68, // 87: coord.v1.Admin.TransferLeadership:output_type -> coord.v1.TransferLeadershipResponse
+	70, // 88: coord.v1.Admin.Snapshot:output_type -> coord.v1.SnapshotResponse
+	53, // 89: coord.v1.Admin.Sessions:output_type -> coord.v1.SessionsResponse
+	55, // 90: coord.v1.Admin.KillSession:output_type -> coord.v1.KillSessionResponse
+	57, // 91: coord.v1.Admin.HashKV:output_type -> coord.v1.HashKVResponse
+	59, // 92: coord.v1.Admin.SaveSnapshot:output_type -> coord.v1.SnapshotChunk
+	72, // 93: coord.v1.Internal.Forward:output_type -> coord.v1.ForwardResponse
+	76, // 94: coord.v1.Internal.Touch:output_type -> coord.v1.TouchResponse
+	78, // 95: coord.v1.Internal.ReadIndex:output_type -> coord.v1.ReadIndexResponse
+	80, // 96: coord.v1.Internal.Join:output_type -> coord.v1.JoinResponse
+	74, // 97: coord.v1.Internal.Commits:output_type -> coord.v1.CommitPosition
+	82, // [82:98] is the sub-list for method output_type
+	66, // [66:82] is the sub-list for method input_type
+	66, // [66:66] is the sub-list for extension type_name
+	66, // [66:66] is the sub-list for extension extendee
+	0,  // [0:66] is the sub-list for field type_name
 }
 
 func init() { file_coord_proto_init() }
@@ -5147,7 +5655,7 @@ func file_coord_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_coord_proto_rawDesc), len(file_coord_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   72,
+			NumMessages:   81,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

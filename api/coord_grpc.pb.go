@@ -135,6 +135,10 @@ const (
 	Admin_RemoveServer_FullMethodName       = "/coord.v1.Admin/RemoveServer"
 	Admin_TransferLeadership_FullMethodName = "/coord.v1.Admin/TransferLeadership"
 	Admin_Snapshot_FullMethodName           = "/coord.v1.Admin/Snapshot"
+	Admin_Sessions_FullMethodName           = "/coord.v1.Admin/Sessions"
+	Admin_KillSession_FullMethodName        = "/coord.v1.Admin/KillSession"
+	Admin_HashKV_FullMethodName             = "/coord.v1.Admin/HashKV"
+	Admin_SaveSnapshot_FullMethodName       = "/coord.v1.Admin/SaveSnapshot"
 )
 
 // AdminClient is the client API for Admin service.
@@ -149,6 +153,19 @@ type AdminClient interface {
 	RemoveServer(ctx context.Context, in *RemoveServerRequest, opts ...grpc.CallOption) (*RemoveServerResponse, error)
 	TransferLeadership(ctx context.Context, in *TransferLeadershipRequest, opts ...grpc.CallOption) (*TransferLeadershipResponse, error)
 	Snapshot(ctx context.Context, in *SnapshotRequest, opts ...grpc.CallOption) (*SnapshotResponse, error)
+	// Sessions lists the cluster's sessions (the session table every server
+	// keeps) with the sessions connected to the answering server marked.
+	Sessions(ctx context.Context, in *SessionsRequest, opts ...grpc.CallOption) (*SessionsResponse, error)
+	// KillSession closes a session through the log, as its expiry would:
+	// its ephemerals go and its client is told it expired.
+	KillSession(ctx context.Context, in *KillSessionRequest, opts ...grpc.CallOption) (*KillSessionResponse, error)
+	// HashKV is the digest of the answering server's state once it has
+	// applied at least min_index, with the index it is at: servers at one
+	// index with different digests have diverged.
+	HashKV(ctx context.Context, in *HashKVRequest, opts ...grpc.CallOption) (*HashKVResponse, error)
+	// SaveSnapshot streams the answering server's state as a snapshot file
+	// (the state machine's snapshot stream, preceded by its applied index).
+	SaveSnapshot(ctx context.Context, in *SaveSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error)
 }
 
 type adminClient struct {
@@ -219,6 +236,55 @@ func (c *adminClient) Snapshot(ctx context.Context, in *SnapshotRequest, opts ..
 	return out, nil
 }
 
+func (c *adminClient) Sessions(ctx context.Context, in *SessionsRequest, opts ...grpc.CallOption) (*SessionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SessionsResponse)
+	err := c.cc.Invoke(ctx, Admin_Sessions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) KillSession(ctx context.Context, in *KillSessionRequest, opts ...grpc.CallOption) (*KillSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(KillSessionResponse)
+	err := c.cc.Invoke(ctx, Admin_KillSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) HashKV(ctx context.Context, in *HashKVRequest, opts ...grpc.CallOption) (*HashKVResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HashKVResponse)
+	err := c.cc.Invoke(ctx, Admin_HashKV_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) SaveSnapshot(ctx context.Context, in *SaveSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Admin_ServiceDesc.Streams[0], Admin_SaveSnapshot_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SaveSnapshotRequest, SnapshotChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Admin_SaveSnapshotClient = grpc.ServerStreamingClient[SnapshotChunk]
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -231,6 +297,19 @@ type AdminServer interface {
 	RemoveServer(context.Context, *RemoveServerRequest) (*RemoveServerResponse, error)
 	TransferLeadership(context.Context, *TransferLeadershipRequest) (*TransferLeadershipResponse, error)
 	Snapshot(context.Context, *SnapshotRequest) (*SnapshotResponse, error)
+	// Sessions lists the cluster's sessions (the session table every server
+	// keeps) with the sessions connected to the answering server marked.
+	Sessions(context.Context, *SessionsRequest) (*SessionsResponse, error)
+	// KillSession closes a session through the log, as its expiry would:
+	// its ephemerals go and its client is told it expired.
+	KillSession(context.Context, *KillSessionRequest) (*KillSessionResponse, error)
+	// HashKV is the digest of the answering server's state once it has
+	// applied at least min_index, with the index it is at: servers at one
+	// index with different digests have diverged.
+	HashKV(context.Context, *HashKVRequest) (*HashKVResponse, error)
+	// SaveSnapshot streams the answering server's state as a snapshot file
+	// (the state machine's snapshot stream, preceded by its applied index).
+	SaveSnapshot(*SaveSnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -258,6 +337,18 @@ func (UnimplementedAdminServer) TransferLeadership(context.Context, *TransferLea
 }
 func (UnimplementedAdminServer) Snapshot(context.Context, *SnapshotRequest) (*SnapshotResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Snapshot not implemented")
+}
+func (UnimplementedAdminServer) Sessions(context.Context, *SessionsRequest) (*SessionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Sessions not implemented")
+}
+func (UnimplementedAdminServer) KillSession(context.Context, *KillSessionRequest) (*KillSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method KillSession not implemented")
+}
+func (UnimplementedAdminServer) HashKV(context.Context, *HashKVRequest) (*HashKVResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method HashKV not implemented")
+}
+func (UnimplementedAdminServer) SaveSnapshot(*SaveSnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error {
+	return status.Error(codes.Unimplemented, "method SaveSnapshot not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -388,6 +479,71 @@ func _Admin_Snapshot_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_Sessions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SessionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Sessions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Sessions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Sessions(ctx, req.(*SessionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_KillSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(KillSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).KillSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_KillSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).KillSession(ctx, req.(*KillSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_HashKV_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HashKVRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).HashKV(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_HashKV_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).HashKV(ctx, req.(*HashKVRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_SaveSnapshot_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(SaveSnapshotRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AdminServer).SaveSnapshot(m, &grpc.GenericServerStream[SaveSnapshotRequest, SnapshotChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Admin_SaveSnapshotServer = grpc.ServerStreamingServer[SnapshotChunk]
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -419,8 +575,26 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Snapshot",
 			Handler:    _Admin_Snapshot_Handler,
 		},
+		{
+			MethodName: "Sessions",
+			Handler:    _Admin_Sessions_Handler,
+		},
+		{
+			MethodName: "KillSession",
+			Handler:    _Admin_KillSession_Handler,
+		},
+		{
+			MethodName: "HashKV",
+			Handler:    _Admin_HashKV_Handler,
+		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "SaveSnapshot",
+			Handler:       _Admin_SaveSnapshot_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "coord.proto",
 }
 

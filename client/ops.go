@@ -93,6 +93,21 @@ func (c *Conn) Get(ctx context.Context, path string) ([]byte, vocab.Stat, error)
 	return data, st, err
 }
 
+// GetKind is Get that also reports the node's kind where its Stat cannot:
+// for a container or a TTL node, its stored owner in ZooKeeper's encoding
+// (math.MinInt64 for a container, 0xFF<<56|ttl for a TTL node); 0 for any
+// other node. Stat's EphemeralOwner shows those nodes as 0, as ZooKeeper's
+// does.
+func (c *Conn) GetKind(ctx context.Context, path string) ([]byte, vocab.Stat, int64, error) {
+	req := &api.Request{Op: &api.Request_GetData{GetData: &api.GetDataRequest{Path: path}}}
+	r, err := c.do(ctx, "get", path, req, nil)
+	if err != nil {
+		return nil, vocab.Stat{}, 0, err
+	}
+	g := r.GetGetData()
+	return dataFromAPI(g.GetData(), g.GetNullData()), api.StatFromAPI(g.GetStat()), g.GetKindOwner(), nil
+}
+
 // GetW is Get that also sets a one-shot watch on the node's data: it fires
 // NodeDataChanged or NodeDeleted.
 func (c *Conn) GetW(ctx context.Context, path string) ([]byte, vocab.Stat, <-chan Event, error) {

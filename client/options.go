@@ -1,10 +1,12 @@
 package client
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 )
 
 // Defaults for the options.
@@ -127,4 +129,15 @@ func WithShuffle(shuffle bool) Option {
 // replace the default insecure ones).
 func WithDialOptions(opts ...grpc.DialOption) Option {
 	return func(o *options) { o.dialOptions = append(o.dialOptions, opts...) }
+}
+
+// WithTLS connects over TLS with cfg (nil: the system's roots, no client
+// certificate): the servers' certificates are verified against cfg's
+// RootCAs, and cfg's Certificates are presented to servers that ask
+// (mutual TLS).
+func WithTLS(cfg *tls.Config) Option {
+	if cfg == nil {
+		cfg = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	return WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
 }
