@@ -2,11 +2,13 @@
 //
 // With no flags it runs a single-node cluster on loopback with its data in
 // ./coord-data: `go run ./cmd/coord`. `coord local` runs a 3-voter +
-// 1-observer cluster of real processes on loopback. See docs/running.md.
+// 1-observer cluster of real processes on loopback. `coord health` asks a
+// server's /health (for container health checks). See docs/running.md.
 package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -25,6 +27,9 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "local" {
 		os.Exit(runLocal(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "health" {
+		os.Exit(runHealth(os.Args[2:]))
 	}
 	os.Exit(run(os.Args[1:]))
 }
@@ -64,6 +69,8 @@ func run(args []string) int {
 	dataDir := fs.String("data-dir", cfg.DataDir, "directory for the raft log, stable store and snapshots")
 	raftAddr := fs.String("raft-addr", cfg.RaftAddr, "host:port for raft traffic")
 	grpcAddr := fs.String("grpc-addr", cfg.GRPCAddr, "host:port for the gRPC client, admin and internal services")
+	raftAdvertise := fs.String("raft-advertise", "", `raft address the other servers reach this one at, if not -raft-addr (a proxy in between)`)
+	peerSource := fs.String("peer-source-ip", "", `local IP of this server's connections to the other servers ("": the kernel chooses)`)
 	gossipAddr := fs.String("gossip-addr", cfg.GossipAddr, `host:port for memberlist gossip ("" turns it off)`)
 	zkAddr := fs.String("zk-addr", cfg.ZKAddr, `host:port for the ZooKeeper wire protocol ("" turns it off)`)
 	fourLW := fs.String("4lw-whitelist", "*", `four-letter words served, comma separated ("*" for all)`)
@@ -78,12 +85,29 @@ func run(args []string) int {
 	raftTimeout := fs.Duration("raft-timeout", cfg.RaftTimeout, "raft heartbeat and election timeout (bounds failover)")
 	commitTimeout := fs.Duration("commit-timeout", cfg.CommitTimeout, "how soon an idle leader tells followers about a commit (on the latency of writes through followers)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	tlsCert := fs.String("tls-cert", "", "PEM certificate: turns TLS on for gRPC, raft, HTTP and the ZooKeeper port (re-read when it changes)")
+	tlsKey := fs.String("tls-key", "", "PEM private key of -tls-cert")
+	tlsCA := fs.String("tls-ca", "", "PEM CA certificates that sign the other servers' (and, with -tls-client-auth, clients') certificates")
+	tlsClientAuth := fs.Bool("tls-client-auth", false, "require clients to present a certificate signed by -tls-ca (mutual TLS)")
+	tlsOnly := fs.Bool("tls-only", false, "refuse plaintext on the ZooKeeper port (by default it serves TLS and plaintext side by side)")
+	secureZK := fs.String("secure-zk-addr", "", "an extra ZooKeeper port that serves TLS only (ZooKeeper's secureClientPort)")
+	gossipKey := fs.String("gossip-key", "", "base64 key of 16, 24 or 32 bytes that encrypts gossip (the same on every server)")
+	auditLog := fs.String("audit-log", "", "append an audit record per client write and authentication (who, what, result) to this file")
+	saslUsers := fs.String("sasl-users", "", "a JAAS file (ZooKeeper's, with user_<name>=\"<password>\" entries) whose users may log in with SASL DIGEST-MD5")
+	reconfigEnabled := fs.Bool("reconfig-enabled", true, "serve ZooKeeper's reconfig (false: ReconfigDisabled, as ZooKeeper's reconfigEnabled=false); it needs WRITE on /zookeeper/config, by default the superuser's alone")
+	superDigest := fs.String("super-digest", "", "the superuser's digest id, user:base64-sha1 (ZooKeeper's zookeeper.DigestAuthenticationProvider.superDigest); a session authenticated as it passes every ACL")
 	maxClientConns := fs.Int("max-client-conns", cfg.MaxClientConns, "client connections allowed from one address (ZooKeeper's maxClientCnxns; 0: no limit)")
+	containerCheck := fs.Duration("container-check-interval", cfg.ContainerCheckInterval, "how often the leader deletes empty container nodes and expired TTL nodes (ZooKeeper's znode.container.checkIntervalMs)")
 	handshakeTimeout := fs.Duration("handshake-timeout", cfg.HandshakeTimeout, "how long a new ZooKeeper connection may take to send its connect request")
 	maxOutstanding := fs.Int("max-outstanding", cfg.MaxOutstanding, "requests in flight plus unsent replies a client connection may hold before the server stops reading it")
 	maxQueuedBytes := fs.Int("max-queued-bytes", cfg.MaxQueuedBytes, "bytes of unsent replies and events a client connection may hold before the server stops reading it")
 	leaderLoss := fs.Float64("leader-loss-fraction", cfg.LeaderLossFraction, "a server with no contact with a leader for this fraction of a session's timeout closes the session's connection (above 0, below 2/3)")
+	readOnly := fs.Bool("read-only-mode", false, "a server cut off from the quorum serves reads to clients that accept a read-only server and refuses their writes with NotReadOnly (ZooKeeper's readonlymode.enabled)")
+	maxWatches := fs.Int("max-watches-per-session", cfg.MaxWatchesPerSession, "watches one session may hold on this server, each kind on a path once (0: no limit, as ZooKeeper); one more is refused with QuotaExceeded")
+	enforceQuota := fs.Bool("enforce-quota", false, "refuse with QuotaExceeded a create or setData that would pass a hard quota limit (zkCli.sh setquota -N/-B), as ZooKeeper's zookeeper.enforceQuota; the leader's setting decides, so set it on every voter")
 	maxData := fs.Int("max-data-bytes", cfg.MaxDataBytes, "largest znode data this server accepts (ZooKeeper's jute.maxbuffer); checked before the log, so servers may differ")
+	snapLogBytes := fs.Uint64("snapshot-log-bytes", cfg.SnapshotLogBytes, "take a snapshot once the log entries applied since the last one hold between half this many bytes and this many, drawn for each snapshot so servers do not snapshot together (0: only every 100,000 entries); the log kept is at most about this much")
+	logStore := fs.String("log-store", cfg.LogStore, "raft log store of a new data directory: bolt (raft-boltdb, raft.db) or wal (raft-wal segment files, wal/); empty: what the directory holds, else wal; a directory keeps its store")
 	gcPercent := fs.Int("gc-percent", defaultGCPercent, "Go garbage collector target (GOGC): heap growth, in percent, between collections; the environment's GOGC wins unless this flag is given")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -112,6 +136,7 @@ func run(args []string) int {
 	cfg.DataDir = pick("data-dir", *dataDir, fc.DataDir)
 	cfg.RaftAddr = pick("raft-addr", *raftAddr, fc.RaftAddr)
 	cfg.GRPCAddr = pick("grpc-addr", *grpcAddr, fc.GRPCAddr)
+	cfg.RaftAdvertise, cfg.PeerSourceIP = *raftAdvertise, *peerSource
 	cfg.GossipAddr = pick("gossip-addr", *gossipAddr, fc.GossipAddr)
 	cfg.HTTPAddr = pick("http-addr", *httpAddr, fc.HTTPAddr)
 	cfg.ZKAddr = pick("zk-addr", *zkAddr, fc.ZKAddr)
@@ -139,6 +164,13 @@ func run(args []string) int {
 		cfg.MaxRequestBytes = max(cfg.MaxRequestBytes, *maxData+64<<10)
 		cfg.MaxFrameBytes = max(cfg.MaxFrameBytes, *maxData+64<<10)
 	}
+	cfg.SnapshotLogBytes = *snapLogBytes
+	cfg.LogStore = *logStore
+	if *containerCheck <= 0 {
+		fmt.Fprintf(os.Stderr, "coord: -container-check-interval %v: want > 0\n", *containerCheck)
+		return 2
+	}
+	cfg.ContainerCheckInterval = *containerCheck
 	cfg.GossipJoin = splitList(*join, ",")
 	if !set["join"] && len(fc.Join) > 0 {
 		cfg.GossipJoin = fc.Join
@@ -178,7 +210,31 @@ func run(args []string) int {
 	}
 	cfg.MaxClientConns, cfg.HandshakeTimeout = *maxClientConns, *handshakeTimeout
 	cfg.MaxOutstanding, cfg.MaxQueuedBytes = *maxOutstanding, *maxQueuedBytes
+	cfg.MaxWatchesPerSession = *maxWatches
+	cfg.EnforceQuota = *enforceQuota
 	cfg.LeaderLossFraction = *leaderLoss
+	cfg.ReadOnlyMode = *readOnly
+	cfg.SuperDigest = *superDigest
+	cfg.DisableReconfig = !*reconfigEnabled
+	cfg.AuditLog = *auditLog
+	if *saslUsers != "" {
+		users, err := server.ReadSASLUsers(*saslUsers)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "coord: -sasl-users: %v\n", err)
+			return 2
+		}
+		cfg.SASLUsers = users
+	}
+	cfg.TLSCert, cfg.TLSKey, cfg.TLSCA = *tlsCert, *tlsKey, *tlsCA
+	cfg.TLSClientAuth, cfg.TLSOnly, cfg.SecureZKAddr = *tlsClientAuth, *tlsOnly, *secureZK
+	if *gossipKey != "" {
+		key, err := base64.StdEncoding.DecodeString(*gossipKey)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "coord: -gossip-key: %v\n", err)
+			return 2
+		}
+		cfg.GossipKey = key
+	}
 	cfg.RaftTimeout = *raftTimeout
 	cfg.CommitTimeout = *commitTimeout
 	var level slog.Level
