@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -322,7 +326,17 @@ type serverHealth struct {
 	Watches  int64  `json:"watches"`
 	Applied  uint64 `json:"applied_index"`
 	RSS      int64  `json:"rss_bytes,omitempty"`
-	Err      string `json:"error,omitempty"`
+	// Heap is the server's live heap just after a forced collection
+	// (coord only: HeapAlloc from /debug/pprof/heap?gc=1).
+	Heap int64 `json:"heap_bytes,omitempty"`
+	// LogBytes is the raft log store's size on disk; Snapshots, SnapSecs
+	// and SnapBytes are the snapshots taken since the server started and
+	// the last one's duration and size (coord only, from /metrics).
+	LogBytes  int64   `json:"log_bytes,omitempty"`
+	Snapshots float64 `json:"snapshots,omitempty"`
+	SnapSecs  float64 `json:"snapshot_last_seconds,omitempty"`
+	SnapBytes float64 `json:"snapshot_last_bytes,omitempty"`
+	Err       string  `json:"error,omitempty"`
 }
 
 // health collects every live server's status and memory.
@@ -340,11 +354,63 @@ func (c *cluster) health(ctx context.Context) []serverHealth {
 			h.Err = err.Error()
 		} else {
 			h.Role, h.Znodes, h.Sessions, h.Watches, h.Applied = st.Role, st.Znodes, st.Sessions, st.Watches, st.AppliedIndex
+			h.LogBytes = st.DbBytes
 		}
+		m := c.metrics(ctx, i+1, "coord_raft_snapshots_total", "coord_raft_snapshot_last_duration_seconds", "coord_raft_snapshot_last_size_bytes")
+		h.Snapshots, h.SnapSecs, h.SnapBytes = m[0], m[1], m[2]
 		h.RSS = c.rssBytes(i + 1)
+		h.Heap = c.liveHeap(ctx, i+1)
 		out = append(out, h)
 	}
 	return out
+}
+
+// liveHeap asks server i to collect garbage and returns its HeapAlloc
+// afterwards (pprof's heap page with gc=1 runs a collection first and
+// prints the runtime's MemStats with debug=1), or 0 if it cannot tell.
+func (c *cluster) liveHeap(ctx context.Context, i int) int64 {
+	var heap int64
+	c.scanPage(ctx, i, "/debug/pprof/heap?gc=1&debug=1", time.Minute, func(line string) {
+		if v, ok := strings.CutPrefix(line, "# HeapAlloc = "); ok {
+			heap, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	})
+	return heap
+}
+
+// metrics returns the values of the named unlabelled metrics on server i's
+// /metrics page (0 for those it cannot read).
+func (c *cluster) metrics(ctx context.Context, i int, names ...string) []float64 {
+	out := make([]float64, len(names))
+	c.scanPage(ctx, i, "/metrics", 10*time.Second, func(line string) {
+		if name, val, ok := strings.Cut(line, " "); ok {
+			if k := slices.Index(names, name); k >= 0 {
+				out[k], _ = strconv.ParseFloat(strings.TrimSpace(val), 64)
+			}
+		}
+	})
+	return out
+}
+
+// scanPage fetches path from server i's HTTP port and hands each line to
+// line; a page it cannot fetch gives no lines.
+func (c *cluster) scanPage(ctx context.Context, i int, path string, timeout time.Duration, line func(string)) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.httpAddr(i)+path, nil)
+	if err != nil {
+		return
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line(sc.Text())
+	}
 }
 
 // waitCaughtUp waits until server i follows the current leader and has

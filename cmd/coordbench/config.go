@@ -26,6 +26,7 @@ type config struct {
 	keep      bool     // keep the local cluster's directory (data and logs)
 	srvLog    string   // the servers' -log-level
 	srvFlags  string   // more flags for every server
+	stages    string   // "local", or HTTP addresses whose stage histograms to print per run
 
 	zkJava           string        // -zookeeper: the java binary
 	zkClasspath      string        // -zookeeper: ZooKeeper's jars
@@ -54,6 +55,8 @@ type config struct {
 	failoverSessions int
 	failoverSettle   time.Duration // steady load before each kill
 	failoverTimeout  time.Duration // give up on a round after this long
+	big              int           // -big: znodes to load before the restart rounds
+	bigRounds        int
 
 	jsonPath string // "" none, "-" stdout, else a file
 	verbose  bool
@@ -104,7 +107,10 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	fs.IntVar(&c.failoverSessions, "failover-sessions", 4, "sessions writing (one request in flight each) during -failover")
 	fs.DurationVar(&c.failoverSettle, "failover-settle", 2*time.Second, "steady write load before each kill")
 	fs.DurationVar(&c.failoverTimeout, "failover-timeout", 30*time.Second, "give up on a round when no write succeeds this long after the kill")
+	fs.IntVar(&c.big, "big", 0, "-local, -zookeeper, -protocol zk: load `N` znodes (-data-size data, 20-byte names), report each server's RSS (coord: live heap, raft log, snapshots), then SIGKILL a follower -big-rounds times, start it at once, and time the kill to its first getData; -runs or -workloads given too run after that, against the big tree")
+	fs.IntVar(&c.bigRounds, "big-rounds", 3, "-big: follower kills")
 	fs.StringVar(&c.jsonPath, "json", "", "also write one JSON object per run to this `file` (- for stdout)")
+	fs.StringVar(&c.stages, "stages", "", "print each run's write-path stage breakdown from the servers' /metrics (coord_write_stage_seconds): \"local\" with -local, or their HTTP addresses, comma separated")
 	fs.BoolVar(&c.verbose, "v", false, "log client and cluster events to stderr")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -154,7 +160,7 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	}
 	// -failover alone runs only the failover measurement unless
 	// -workloads is given too.
-	if (c.failover || c.flood > 0) && !set["workloads"] {
+	if (c.failover || c.flood > 0 || c.big > 0) && !set["workloads"] {
 		c.workloads = nil
 	} else if c.workloads, err = parseWorkloads(*wl); err != nil {
 		return c, err
@@ -220,6 +226,9 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 		case c.failoverSettle < 0 || c.failoverTimeout <= 0:
 			return c, errors.New("-failover-settle must be >= 0 and -failover-timeout > 0")
 		}
+	}
+	if c.big != 0 && (c.big < 1 || c.big > 100_000_000 || started == 0 || c.protocol != "zk" || c.bigRounds < 1 || c.bigRounds > 100) {
+		return c, errors.New("-big N needs 1 <= N <= 100000000, -local or -zookeeper, -protocol zk and -big-rounds 1..100")
 	}
 	c.jsonPath = strings.TrimSpace(c.jsonPath)
 	return c, nil

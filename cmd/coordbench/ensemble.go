@@ -21,6 +21,8 @@ type ensemble interface {
 	// killAsync sends SIGKILL to server i; the channel closes once it has
 	// exited.
 	killAsync(i int) <-chan struct{}
+	// start starts server i again with its data and returns at once.
+	start(i int) error
 	// restart starts server i again with its data and waits until it
 	// serves.
 	restart(ctx context.Context, i int) error

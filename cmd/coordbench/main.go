@@ -60,6 +60,11 @@
 // many the server took before it stopped reading, and server 1's resident
 // memory before and at its peak (flood.go).
 //
+// -big N (with -local or -zookeeper and -protocol zk) creates N znodes
+// with 64 sessions × 8 in flight, reports each server's RSS once all have
+// them, then kills a follower with SIGKILL -big-rounds times, starts it at
+// once and times the kill to the first getData it answers (restart.go).
+//
 // -failover (with -local or -zookeeper, at least 3 servers) keeps
 // -failover-sessions sessions writing (one setData in flight each),
 // SIGKILLs the leader, and reports the time from the kill to a survivor
@@ -142,6 +147,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 
 	servers := cfg.servers
 	var ens ensemble
+	var localCluster *cluster // -local: for -stages
 	var b *bench
 	if cfg.local > 0 || cfg.zookeeper > 0 {
 		dir, err := os.MkdirTemp("", "coordbench-")
@@ -185,6 +191,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 				return fail(err)
 			}
 			ens = cl
+			localCluster = cl
 			servers = cl.grpcAddrs()
 			if cfg.protocol == "zk" {
 				if servers = cl.zkAddrs(); servers == nil {
@@ -231,6 +238,18 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		}
 		return nil
 	}
+	// -big goes first, so runs given with it (-runs or -workloads) measure
+	// against the big tree.
+	if cfg.big > 0 {
+		res, err := b.runBig(ctx, stdout, cfg.big, cfg.bigRounds)
+		emit(struct {
+			Type string `json:"type"`
+			bigResult
+		}{"big", res})
+		if err != nil {
+			return fail(fmt.Errorf("big: %w", err))
+		}
+	}
 	header := ""
 	for _, r := range cfg.runs {
 		if r.workload == "watch" {
@@ -252,11 +271,39 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 				printRunHeader(stdout)
 				header = "run"
 			}
+			var stageAddrs []string
+			switch {
+			case cfg.stages == "local" && localCluster != nil:
+				for i := 1; i <= localCluster.size(); i++ {
+					stageAddrs = append(stageAddrs, localCluster.httpAddr(i))
+				}
+			case cfg.stages != "" && cfg.stages != "local":
+				stageAddrs = strings.Split(cfg.stages, ",")
+			}
+			scrape := func() []stageScrape {
+				out := make([]stageScrape, len(stageAddrs))
+				for i, a := range stageAddrs {
+					sc, err := scrapeStages(a)
+					if err != nil {
+						fmt.Fprintf(stderr, "coordbench: -stages: %s: %v\n", a, err)
+					}
+					out[i] = sc
+				}
+				return out
+			}
+			before := scrape()
 			res, err := b.runOne(ctx, r.workload, r.sessions, r.inflight)
 			if err != nil {
 				return fail(fmt.Errorf("%s with %d sessions × %d: %w", r.workload, r.sessions, r.inflight, err))
 			}
 			printRun(stdout, res)
+			if len(stageAddrs) > 0 {
+				names := make([]string, len(stageAddrs))
+				for i := range names {
+					names[i] = fmt.Sprintf("s%d", i+1)
+				}
+				printStages(stdout, names, before, scrape())
+			}
 			emit(struct {
 				Type string `json:"type"`
 				runResult
