@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"coord/api"
+	"coord/client"
+	"coord/vocab"
+)
+
+// session opens a client session on any of the servers. A failure to reach
+// every server within --dial-timeout is an unreachableError.
+func (g *globals) session(ctx context.Context) (*client.Conn, error) {
+	opts := []client.Option{client.WithDialTimeout(g.dialTimeout), client.WithMaxRetries(len(g.servers))}
+	if g.user != "" {
+		user, pass, _ := strings.Cut(g.user, ":")
+		opts = append(opts, client.WithDigestAuth(user, pass))
+	}
+	if g.tlsConf != nil {
+		opts = append(opts, client.WithTLS(g.tlsConf))
+	}
+	dctx, cancel := context.WithTimeout(ctx, g.dialTimeout*2)
+	defer cancel()
+	c, _, err := client.Connect(dctx, g.servers, opts...)
+	if err != nil {
+		if errors.Is(err, vocab.AuthFailed) {
+			return nil, err
+		}
+		return nil, unreachableError{servers: g.servers, err: rootCause(err)}
+	}
+	return c, nil
+}
+
+// withSession runs fn on a new session and closes the session after.
+func (g *globals) withSession(ctx context.Context, fn func(*client.Conn) error) error {
+	c, err := g.session(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), g.dialTimeout)
+		defer cancel()
+		c.Close(cctx)
+	}()
+	return fn(c)
+}
+
+// rootCause keeps the innermost message of a wrapped chain, which names
+// what went wrong without the layers' prefixes.
+func rootCause(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
+// admin is an Admin client on one server.
+type admin struct {
+	addr string
+	cc   *grpc.ClientConn
+	api.AdminClient
+}
+
+func (g *globals) dialAdmin(addr string) (*admin, error) {
+	creds := insecure.NewCredentials()
+	if g.tlsConf != nil {
+		creds = credentials.NewTLS(g.tlsConf)
+	}
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		return nil, usageError{fmt.Errorf("server address %q: %v", addr, err)}
+	}
+	return &admin{addr: addr, cc: cc, AdminClient: api.NewAdminClient(cc)}, nil
+}
+
+func (a *admin) Close() { a.cc.Close() }
+
+// status asks one server for its status within the dial timeout.
+func (g *globals) statusOf(ctx context.Context, addr string) (*api.StatusResponse, error) {
+	a, err := g.dialAdmin(addr)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Close()
+	sctx, cancel := context.WithTimeout(ctx, g.dialTimeout)
+	defer cancel()
+	st, err := a.Status(sctx, &api.StatusRequest{})
+	return st, adminErr("status", addr, err)
+}
+
+// anyAdmin returns an Admin client on the first server that answers a
+// Status call, with that answer.
+func (g *globals) anyAdmin(ctx context.Context) (*admin, *api.StatusResponse, error) {
+	var last error
+	for _, addr := range g.servers {
+		a, err := g.dialAdmin(addr)
+		if err != nil {
+			return nil, nil, err
+		}
+		sctx, cancel := context.WithTimeout(ctx, g.dialTimeout)
+		st, err := a.Status(sctx, &api.StatusRequest{})
+		cancel()
+		if err == nil {
+			return a, st, nil
+		}
+		a.Close()
+		last = adminErr("status", addr, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, nil, unreachableError{servers: g.servers, err: last}
+}
+
+// members lists the cluster's members as any server sees them.
+func (g *globals) members(ctx context.Context) ([]*api.Member, *api.StatusResponse, error) {
+	a, st, err := g.anyAdmin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer a.Close()
+	m, err := a.Members(ctx, &api.MembersRequest{})
+	if err != nil {
+		return nil, nil, adminErr("members", a.addr, err)
+	}
+	return m.Members, st, nil
+}
+
+// leaderAdmin returns an Admin client on the leader: it asks any server who
+// leads and where that server's gRPC address is.
+func (g *globals) leaderAdmin(ctx context.Context) (*admin, []*api.Member, error) {
+	a, st, err := g.anyAdmin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := a.Members(ctx, &api.MembersRequest{})
+	if err != nil {
+		a.Close()
+		return nil, nil, adminErr("members", a.addr, err)
+	}
+	if st.Role == "leader" {
+		return a, m.Members, nil
+	}
+	a.Close()
+	if st.LeaderId == "" {
+		return nil, nil, fmt.Errorf("server %s (%s) knows no leader", st.Id, a.addr)
+	}
+	for _, mem := range m.Members {
+		if mem.Id == st.LeaderId {
+			if mem.GrpcAddr == "" {
+				return nil, nil, fmt.Errorf("leader %s: gRPC address unknown to %s", mem.Id, st.Id)
+			}
+			la, err := g.dialAdmin(mem.GrpcAddr)
+			return la, m.Members, err
+		}
+	}
+	return nil, nil, fmt.Errorf("leader %s is not in the member list", st.LeaderId)
+}
+
+// findMember returns the member with the given id.
+func findMember(ms []*api.Member, id string) (*api.Member, error) {
+	for _, m := range ms {
+		if m.Id == id {
+			return m, nil
+		}
+	}
+	return nil, usageError{fmt.Errorf("no member with id %q", id)}
+}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"coord/server"
+)
+
+// coordctl over TLS to a coord process started with -tls-cert, -tls-key,
+// -tls-ca and -tls-client-auth: with the CA and a client certificate it
+// works; without the certificate, or in plaintext, no server answers.
+func TestTLS(t *testing.T) {
+	pki := server.NewTestPKI(t)
+	client := pki.WriteClientFiles(t)
+	c := newProcs(t, t.TempDir(), 1, 0)
+	p := c.nodes[0]
+	p.args = append(p.args, "-tls-cert", pki.CertFile, "-tls-key", pki.KeyFile, "-tls-ca", pki.CAFile, "-tls-client-auth")
+	t.Cleanup(func() {
+		c.stop()
+		if t.Failed() {
+			t.Logf("log:\n%s", tail(p.log))
+		}
+	})
+	if err := p.start(); err != nil {
+		t.Fatal(err)
+	}
+	tlsArgs := []string{"--cacert", pki.CAFile, "--cert", client.CertFile, "--key", client.KeyFile}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		r := ctl(t, p.grpc, "", append(tlsArgs, "create", "/tls", "x")...)
+		if r.code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("coordctl over TLS never succeeded: exit %d, %s", r.code, r.stderr)
+		}
+		time.Sleep(100 * time.Millisecond) // the server is still starting
+	}
+	if r := ctl(t, p.grpc, "", append(tlsArgs, "get", "/tls")...); r.code != 0 || strings.TrimSpace(r.stdout) != "x" {
+		t.Fatalf("get over TLS: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	fails(t, p.grpc, exitUnreachable, "--dial-timeout", "2s", "--cacert", pki.CAFile, "get", "/tls")
+	fails(t, p.grpc, exitUnreachable, "--dial-timeout", "2s", "get", "/tls")
+}
