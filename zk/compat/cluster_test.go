@@ -179,37 +179,12 @@ func (c *zkCluster) start(nd *zkNode) {
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		c.t.Fatal(err)
 	}
-	var cfg bytes.Buffer
-	tick, initLimit, syncLimit := zkTick, 50, 20
-	if c.opts.tick != 0 {
-		tick = c.opts.tick
-	}
-	if c.opts.initLimit != 0 {
-		initLimit = c.opts.initLimit
-	}
-	if c.opts.syncLimit != 0 {
-		syncLimit = c.opts.syncLimit
-	}
-	fmt.Fprintf(&cfg, "tickTime=%d\ninitLimit=%d\nsyncLimit=%d\n", tick.Milliseconds(), initLimit, syncLimit)
-	fmt.Fprintf(&cfg, "dataDir=%s\nclientPort=%d\nclientPortAddress=%s\n", data, nd.clientPort, nd.host)
-	if c.opts.tick == 0 {
-		fmt.Fprintf(&cfg, "minSessionTimeout=200\nmaxSessionTimeout=20000\n")
-	}
-	fmt.Fprintf(&cfg, "admin.enableServer=false\n4lw.commands.whitelist=*\nmaxClientCnxns=0\n")
-	for _, line := range c.opts.zooCfg {
-		fmt.Fprintln(&cfg, line)
-	}
-	if len(c.nodes) > 1 {
-		for _, o := range c.nodes {
-			fmt.Fprintf(&cfg, "server.%d=%s:%d:%d\n", o.id, o.host, o.quorum, o.election)
-		}
-		if err := os.WriteFile(filepath.Join(data, "myid"), []byte(fmt.Sprintf("%d\n", nd.id)), 0o644); err != nil {
-			c.t.Fatal(err)
-		}
-	}
 	cfgPath := filepath.Join(nd.dir, "zoo.cfg")
-	if err := os.WriteFile(cfgPath, cfg.Bytes(), 0o644); err != nil {
-		c.t.Fatal(err)
+	// A dynamic configuration is ZooKeeper's to rewrite after a reconfig
+	// (zoo.cfg then names zoo.cfg.dynamic.<version>): a restarted server
+	// keeps it.
+	if _, err := os.Stat(cfgPath); err != nil || !c.opts.dynamic {
+		c.writeConfig(nd, cfgPath)
 	}
 	nd.log = filepath.Join(nd.dir, "server.log")
 	// Appended to, so that a restarted server's log keeps what it said
@@ -245,6 +220,66 @@ func (c *zkCluster) start(nd *zkNode) {
 		logf.Close()
 		close(done)
 	}(nd.cmd)
+}
+
+// writeConfig writes server nd's zoo.cfg (and, for a dynamic
+// configuration, its first zoo.cfg.dynamic) and myid.
+func (c *zkCluster) writeConfig(nd *zkNode, cfgPath string) {
+	c.t.Helper()
+	data := filepath.Join(nd.dir, "data")
+	var cfg bytes.Buffer
+	tick, initLimit, syncLimit := zkTick, 50, 20
+	if c.opts.tick != 0 {
+		tick = c.opts.tick
+	}
+	if c.opts.initLimit != 0 {
+		initLimit = c.opts.initLimit
+	}
+	if c.opts.syncLimit != 0 {
+		syncLimit = c.opts.syncLimit
+	}
+	fmt.Fprintf(&cfg, "tickTime=%d\ninitLimit=%d\nsyncLimit=%d\n", tick.Milliseconds(), initLimit, syncLimit)
+	fmt.Fprintf(&cfg, "dataDir=%s\n", data)
+	if !c.opts.dynamic {
+		fmt.Fprintf(&cfg, "clientPort=%d\nclientPortAddress=%s\n", nd.clientPort, nd.host)
+	}
+	if c.opts.tick == 0 {
+		fmt.Fprintf(&cfg, "minSessionTimeout=200\nmaxSessionTimeout=20000\n")
+	}
+	fmt.Fprintf(&cfg, "admin.enableServer=false\n4lw.commands.whitelist=*\nmaxClientCnxns=0\n")
+	for _, line := range c.opts.zooCfg {
+		fmt.Fprintln(&cfg, line)
+	}
+	if c.opts.dynamic {
+		var dyn bytes.Buffer
+		for i, o := range c.nodes {
+			fmt.Fprintf(&dyn, "server.%d=%s\n", o.id, c.ConfigLine(i, "participant"))
+		}
+		dynPath := cfgPath + ".dynamic"
+		if err := os.WriteFile(dynPath, dyn.Bytes(), 0o644); err != nil {
+			c.t.Fatal(err)
+		}
+		fmt.Fprintf(&cfg, "reconfigEnabled=true\nstandaloneEnabled=false\ndynamicConfigFile=%s\n", dynPath)
+	} else if len(c.nodes) > 1 {
+		for _, o := range c.nodes {
+			fmt.Fprintf(&cfg, "server.%d=%s:%d:%d\n", o.id, o.host, o.quorum, o.election)
+		}
+	}
+	if c.opts.dynamic || len(c.nodes) > 1 {
+		if err := os.WriteFile(filepath.Join(data, "myid"), []byte(fmt.Sprintf("%d\n", nd.id)), 0o644); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(cfgPath, cfg.Bytes(), 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// ConfigLine is server i's line in /zookeeper/config, after "server.N=":
+// host:quorumPort:electionPort:role;clientHost:clientPort.
+func (c *zkCluster) ConfigLine(i int, role string) string {
+	nd := c.nodes[i]
+	return fmt.Sprintf("%s:%d:%d:%s;%s", nd.host, nd.quorum, nd.election, role, nd.addr())
 }
 
 func (nd *zkNode) addr() string { return fmt.Sprintf("%s:%d", nd.host, nd.clientPort) }

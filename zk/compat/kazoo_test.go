@@ -23,10 +23,16 @@ func requireKazoo(t testing.TB) {
 // reports every check in want.
 func runKazoo(t *testing.T, script string, addrs []string, want []string) {
 	t.Helper()
+	runKazooArgs(t, script, []string{strings.Join(addrs, ",")}, want)
+}
+
+// runKazooArgs is runKazoo with the script's arguments given.
+func runKazooArgs(t *testing.T, script string, args []string, want []string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	start := time.Now()
-	out, err := exec.CommandContext(ctx, python3, "testdata/"+script, strings.Join(addrs, ",")).CombinedOutput()
+	out, err := exec.CommandContext(ctx, python3, append([]string{"testdata/" + script}, args...)...).CombinedOutput()
 	t.Logf("%s (%v):\n%s", script, time.Since(start).Round(time.Millisecond), out)
 	if err != nil {
 		t.Fatalf("%s: %v", script, err)

@@ -60,6 +60,12 @@ type procOpts struct {
 	// ZooKeeper (after the defaults, which they override).
 	coordArgs []string
 	zooCfg    []string
+	// dynamic gives ZooKeeper a dynamic configuration, as reconfig needs:
+	// reconfigEnabled=true, standaloneEnabled=false and a
+	// dynamicConfigFile of server.N=host:quorum:election:participant;host:clientPort
+	// lines, which ZooKeeper rewrites on every reconfig and a restarted
+	// server reads back. coord needs nothing (reconfig is on by default).
+	dynamic bool
 }
 
 func (o procOpts) host(i int) string {
@@ -254,6 +260,15 @@ func (c *coordProcs) Size() int         { return len(c.nodes) }
 func (c *coordProcs) Addr(i int) string { return c.nodes[i].zk }
 func (c *coordProcs) Kill(i int)        { c.nodes[i].stop() }
 func (c *coordProcs) Restart(i int)     { c.Kill(i); c.Start(i) }
+
+// ConfigLine is server i's line in /zookeeper/config, after "server.N=":
+// raftAddr:grpcPort:role;zkAddr (the gRPC port sits in ZooKeeper's
+// election port slot).
+func (c *coordProcs) ConfigLine(i int, role string) string {
+	nd := c.nodes[i]
+	_, grpcPort, _ := strings.Cut(nd.grpc, ":")
+	return fmt.Sprintf("%s:%s:%s;%s", nd.raft, grpcPort, role, nd.zk)
+}
 
 func (c *coordProcs) Addrs() []string {
 	var out []string

@@ -35,9 +35,21 @@ import (
 // new requests with the results of entries from its previous life (issue
 // 12: coord handed a new client the old client's session id and password).
 func TestCrashRestartClients(t *testing.T) {
-	t.Run("1 server", func(t *testing.T) { testCrashRestart(t, 1, false) })
-	t.Run("3 servers, restart a follower", func(t *testing.T) { testCrashRestart(t, 3, false) })
-	t.Run("3 servers, restart the leader", func(t *testing.T) { testCrashRestart(t, 3, true) })
+	t.Run("1 server", func(t *testing.T) { testCrashRestart(t, 1, false, procOpts{}) })
+	t.Run("3 servers, restart a follower", func(t *testing.T) { testCrashRestart(t, 3, false, procOpts{}) })
+	t.Run("3 servers, restart the leader", func(t *testing.T) { testCrashRestart(t, 3, true, procOpts{}) })
+	// The same on coord's other raft log store (raft-boltdb; the default
+	// is raft-wal).
+	bolt := procOpts{coordArgs: []string{"-log-store", "bolt"}}
+	for _, restartLeader := range []bool{false, true} {
+		who := map[bool]string{false: "a follower", true: "the leader"}[restartLeader]
+		t.Run("3 servers on the bolt log store, restart "+who, func(t *testing.T) {
+			if target() != "coord" {
+				t.Skip("a coord log store")
+			}
+			testCrashRestart(t, 3, restartLeader, bolt)
+		})
+	}
 }
 
 const (
@@ -50,12 +62,12 @@ const (
 	crashPatience = 30 * time.Second
 )
 
-func testCrashRestart(t *testing.T, n int, restartLeader bool) {
+func testCrashRestart(t *testing.T, n int, restartLeader bool, o procOpts) {
 	haveKazoo := exec.Command(python3, "-c", "import kazoo").Run() == nil
 	if !haveKazoo {
 		t.Logf("%s cannot import kazoo (apt-get install python3-kazoo): go-zookeeper clients only", python3)
 	}
-	cl := newProcCluster(t, n)
+	cl := newProcClusterOpts(t, n, o)
 	victim := 0
 	if n > 1 {
 		leader := cl.Leader()
