@@ -43,24 +43,37 @@ import (
 // drawing is the diagram under "Who may import whom" in docs/architecture.md,
 // copied verbatim. TestDiagramMatchesDocs fails when the two differ: change
 // the docs, this copy and drawn below in one change.
-const drawing = `cmd/coord  cmd/coordctl  jepsen/
-     \          |          /
-      server/  client/  recipes/   (recipes: only its own small Conn interface)
-        |    \    |         |
-        |     api/ ---------+    (protobuf + generated gRPC; its one mapping to vocab/ types)
-        |     zk/ ----------+    (ZooKeeper wire protocol; no state)
-     session/  watch/       |
-        \      /            |
-         fsm/ --------------+
-           |                |
-         zxid/ (leaf)     vocab/ (leaf: codes and errors, Stat, ACLs, create modes, events, states)`
+const drawing = `cmd/coord  cmd/coordctl        jepsen/     (cmd/coordctl also reaches server/replica: snapshot restore, offline)
+     \          |             /
+      \         |    recipes/coordconn  recipes/zkconn   (adapters: recipes.Conn on coord's client, on go-zookeeper)
+       \        |     /      \         /
+      server/  client/        recipes/   (recipes: only its own small Conn interface)
+      |    \      |             |
+      |     api/ ---------------+    (protobuf + generated gRPC; its one mapping to vocab/ types)
+      |     zk/ ----------------+    (ZooKeeper wire protocol; no state)
+   server/sessions              |    (the session layer: connections, request path, watch delivery, expiry)
+      |      \                  |
+   server/replica \             |    (the raft member: log, proposer, forwarder, apply; no connections)
+      |   \    \   \            |
+      |  api/  internal/logbridge      (leaf: raft's and memberlist's logs through slog)
+   session/       watch/        |
+        \         /             |
+         fsm/ ------------------+
+           |                    |
+         zxid/ (leaf)         vocab/ (leaf: codes and errors, Stat, ACLs, create modes, events, states)`
 
 // drawn is the drawing as edges: per package it shows, the packages its lines
 // reach one level down. How the picture is read:
-//   - cmd/coord, cmd/coordctl and jepsen/ each have one line, to server/,
-//     client/ and recipes/ respectively;
-//   - server/'s "\" reaches the api/ zk/ column and its "|" the session/ watch/
-//     row (no other line enters watch/, the server-local registry);
+//   - cmd/coord's "\" reaches server/, cmd/coordctl's "|" client/ (and, as
+//     its note says, server/replica) and
+//     jepsen/'s "/" the row of the two recipe adapters;
+//   - recipes/coordconn's "/" reaches client/ and its "\" recipes/;
+//     recipes/zkconn's "/" reaches recipes/ only;
+//   - server/'s "\" reaches the api/ zk/ column and its "|" server/sessions;
+//   - server/sessions' "|" reaches server/replica and its long "\" watch/ (no
+//     other line enters watch/, the server-local registry);
+//   - server/replica's "|" reaches session/ (and through it fsm/), its first
+//     "\" api/ only (not zk/), its second internal/logbridge, a leaf;
 //   - client/'s "|" reaches the api/ zk/ column;
 //   - the line on the right is vocab/'s: recipes/'s "|", api/'s, zk/'s and
 //     fsm/'s "---" join it, and it leads down to vocab/ only (a join is no
@@ -74,19 +87,24 @@ const drawing = `cmd/coord  cmd/coordctl  jepsen/
 // A package may import what its lines reach and whatever those reach in turn
 // ("nothing low imports anything high"): allowed is the transitive closure.
 var drawn = map[string][]string{
-	"cmd/coord":    {"server"},
-	"cmd/coordctl": {"client"},
-	"jepsen":       {"recipes"},
-	"server":       {"api", "zk", "session", "watch"},
-	"client":       {"api", "zk"},
-	"recipes":      {"vocab"},
-	"api":          {"vocab"},
-	"zk":           {"vocab"},
-	"session":      {"fsm"},
-	"watch":        {"fsm"},
-	"fsm":          {"zxid", "vocab"},
-	"zxid":         {},
-	"vocab":        {},
+	"cmd/coord":          {"server"},
+	"cmd/coordctl":       {"client", "server/replica"},
+	"jepsen":             {"recipes/coordconn", "recipes/zkconn"},
+	"recipes/coordconn":  {"client", "recipes"},
+	"recipes/zkconn":     {"recipes"},
+	"server":             {"api", "zk", "server/sessions"},
+	"server/sessions":    {"server/replica", "watch"},
+	"server/replica":     {"api", "session", "internal/logbridge"},
+	"internal/logbridge": {},
+	"client":             {"api", "zk"},
+	"recipes":            {"vocab"},
+	"api":                {"vocab"},
+	"zk":                 {"vocab"},
+	"session":            {"fsm"},
+	"watch":              {"fsm"},
+	"fsm":                {"zxid", "vocab"},
+	"zxid":               {},
+	"vocab":              {},
 }
 
 // row is what one package may import from this module.
@@ -103,13 +121,21 @@ var offDiagram = map[string]row{
 	".":              {testOnly: true}, // this file
 	"cmd/coordbench": {imports: []string{"client", "api", "zk", "vocab", "zxid"}},
 	"cmd/watchmem":   {imports: []string{"vocab"}},
-	"zk/compat":      {testOnly: true, tests: []string{"server", "vocab"}}, // compatibility tests against a real server
+	"deploy":         {testOnly: true}, // the docker-compose tests (Dockerfile, docker-compose.yml); no coord package
+	// the runner of jepsen/'s harness (a command of the drawn jepsen/)
+	"jepsen/cmd/jepsen": {imports: []string{"jepsen"}},
+	"zk/compat":         {testOnly: true, tests: []string{"server", "vocab"}}, // compatibility tests against a real server
 }
 
 // testExtras are coord packages the _test.go files of a drawn package may
 // import on top of its row.
 var testExtras = map[string][]string{
 	"client": {"server"}, // its tests run against an in-process cluster
+	// coordctl's TLS test takes its certificates from server's TestPKI.
+	"cmd/coordctl": {"server"},
+	// recipes' tests run each recipe through both adapters, on an in-process
+	// coord cluster and on Apache ZooKeeper.
+	"recipes": {"server", "client", "recipes/coordconn", "recipes/zkconn"},
 }
 
 type edge struct{ from, to string }
