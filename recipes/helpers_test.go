@@ -2,6 +2,7 @@ package recipes_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -203,6 +204,14 @@ func waitFor(t testing.TB, c recipes.Conn, dir string, cond func() bool) {
 	defer cancel()
 	for {
 		_, _, w, err := c.ChildrenW(ctx, dir)
+		if errors.Is(err, vocab.NoNode) {
+			// c's server has not applied dir's creation yet: wait for it.
+			var ok bool
+			ok, _, w, err = c.ExistsW(ctx, dir)
+			if ok {
+				continue
+			}
+		}
 		if err != nil {
 			t.Fatalf("children %s: %v", dir, err)
 		}
