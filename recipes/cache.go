@@ -23,6 +23,100 @@ func (n *changeNotifier) fire() {
 	n.ch = make(chan struct{})
 }
 
+// follower is what both caches share: the Conn, the path they follow, the
+// persistent watch where the Conn has them, the "changed" notifier, why the
+// cache stopped, and the goroutine that follows the path.
+type follower struct {
+	c          Conn
+	path       string // NodeCache: its node; TreeCache: the subtree's root
+	recursive  bool
+	persistent bool
+	w          <-chan Event
+
+	mu      sync.Mutex // guards the cache's copy as well
+	changed changeNotifier
+	err     error
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (f *follower) init(c Conn, path string, recursive bool) {
+	f.c, f.path, f.recursive, f.done = c, path, recursive, make(chan struct{})
+	f.changed.fire()
+}
+
+// watch adds the persistent (or persistent-recursive) watch where the Conn
+// has them; without, the cache sets one-shot watches as it reads.
+func (f *follower) watch(ctx context.Context) error {
+	w, err := f.c.AddWatch(ctx, f.path, f.recursive)
+	switch {
+	case err == nil:
+		f.persistent, f.w = true, w
+	case !errors.Is(err, ErrUnsupported):
+		return err
+	}
+	return nil
+}
+
+// abandon removes the persistent watch of a cache whose first load failed.
+func (f *follower) abandon(ctx context.Context) {
+	if f.persistent {
+		_ = f.c.RemoveWatch(context.WithoutCancel(ctx), f.path, f.recursive)
+	}
+}
+
+// start runs the cache's follow loop until Close; run closes f.done.
+func (f *follower) start(run func(context.Context)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	f.cancel = cancel
+	go run(ctx)
+}
+
+func (f *follower) stop(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.err = err
+	f.changed.fire()
+}
+
+// Changed returns a channel closed at the next change of the copy (or when
+// the cache stops).
+func (f *follower) Changed() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changed.ch
+}
+
+// Err says why the cache stopped following (nil while it runs).
+func (f *follower) Err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// Persistent reports whether the cache runs on a persistent watch
+// (persistent-recursive for a TreeCache).
+func (f *follower) Persistent() bool { return f.persistent }
+
+// Close stops the cache and removes its persistent watch.
+func (f *follower) Close(ctx context.Context) error {
+	f.cancel()
+	<-f.done
+	if !f.persistent {
+		return nil
+	}
+	err := f.c.RemoveWatch(ctx, f.path, f.recursive)
+	if err == nil {
+		for range f.w { // the adapter closes it after EventNotWatching
+		}
+	}
+	if sessionEnded(err) {
+		return nil
+	}
+	return err
+}
+
 // NodeCache keeps a local copy of one znode's data and Stat (Curator's
 // NodeCache), current from a persistent watch where the Conn has them
 // (coord) and from one-shot data/exists watches otherwise (go-zookeeper).
@@ -37,43 +131,25 @@ func (n *changeNotifier) fire() {
 // Two caches with persistent watches on the same path and session share the
 // server's watch: closing one ends the other's.
 type NodeCache struct {
-	c          Conn
-	path       string
-	persistent bool
-	w          <-chan Event
-
-	mu      sync.Mutex
-	data    []byte
-	stat    vocab.Stat
-	exists  bool
-	changed changeNotifier
-	err     error
-
-	cancel context.CancelFunc
-	done   chan struct{}
+	follower
+	data   []byte // data, stat and exists under mu
+	stat   vocab.Stat
+	exists bool
 }
 
 // NewNodeCache loads path and follows it until Close.
 func NewNodeCache(ctx context.Context, c Conn, path string) (*NodeCache, error) {
-	n := &NodeCache{c: c, path: path, done: make(chan struct{})}
-	n.changed.fire()
-	w, err := c.AddWatch(ctx, path, false)
-	switch {
-	case err == nil:
-		n.persistent, n.w = true, w
-	case !errors.Is(err, ErrUnsupported):
+	n := &NodeCache{}
+	n.init(c, path, false)
+	if err := n.watch(ctx); err != nil {
 		return nil, err
 	}
 	oneShot, err := n.load(ctx)
 	if err != nil {
-		if n.persistent {
-			_ = c.RemoveWatch(context.WithoutCancel(ctx), path, false)
-		}
+		n.abandon(ctx)
 		return nil, err
 	}
-	rctx, cancel := context.WithCancel(context.Background())
-	n.cancel = cancel
-	go n.run(rctx, oneShot)
+	n.start(func(ctx context.Context) { n.run(ctx, oneShot) })
 	return n, nil
 }
 
@@ -170,54 +246,11 @@ func (n *NodeCache) run(ctx context.Context, w <-chan Event) {
 	}
 }
 
-func (n *NodeCache) stop(err error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.err = err
-	n.changed.fire()
-}
-
 // Current returns the cached data and Stat, and whether the node exists.
 func (n *NodeCache) Current() ([]byte, vocab.Stat, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.data, n.stat, n.exists
-}
-
-// Changed returns a channel closed at the next change of the copy (or when
-// the cache stops).
-func (n *NodeCache) Changed() <-chan struct{} {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.changed.ch
-}
-
-// Err says why the cache stopped following the node (nil while it runs).
-func (n *NodeCache) Err() error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.err
-}
-
-// Persistent reports whether the cache runs on a persistent watch.
-func (n *NodeCache) Persistent() bool { return n.persistent }
-
-// Close stops the cache and removes its persistent watch.
-func (n *NodeCache) Close(ctx context.Context) error {
-	n.cancel()
-	<-n.done
-	if !n.persistent {
-		return nil
-	}
-	err := n.c.RemoveWatch(ctx, n.path, false)
-	if err == nil {
-		for range n.w { // the adapter closes it after EventNotWatching
-		}
-	}
-	if sessionEnded(err) {
-		return nil
-	}
-	return err
 }
 
 // TreeCache keeps a local copy of a subtree (Curator's TreeCache): every
@@ -233,21 +266,11 @@ func (n *NodeCache) Close(ctx context.Context) error {
 // need no re-read. When the session expires the cache stops (Err) and keeps
 // its last copy. WithDepth limits the levels kept below the root.
 type TreeCache struct {
-	c          Conn
-	root       string
-	depth      int
-	persistent bool
-	w          <-chan Event
-	events     chan Event // one-shot watches, merged
-	stopped    chan struct{}
-
-	mu      sync.Mutex
-	nodes   map[string]*treeNode
-	changed changeNotifier
-	err     error
-
-	cancel context.CancelFunc
-	done   chan struct{}
+	follower
+	depth   int
+	events  chan Event // one-shot watches, merged
+	stopped chan struct{}
+	nodes   map[string]*treeNode // under mu
 }
 
 type treeNode struct {
@@ -265,38 +288,29 @@ func WithDepth(depth int) TreeOption { return func(t *TreeCache) { t.depth = dep
 
 // NewTreeCache loads the subtree at root and follows it until Close.
 func NewTreeCache(ctx context.Context, c Conn, root string, opts ...TreeOption) (*TreeCache, error) {
-	t := &TreeCache{c: c, root: root, depth: -1, events: make(chan Event, 64), stopped: make(chan struct{}),
-		nodes: map[string]*treeNode{}, done: make(chan struct{})}
+	t := &TreeCache{depth: -1, events: make(chan Event, 64), stopped: make(chan struct{}), nodes: map[string]*treeNode{}}
+	t.init(c, root, true)
 	for _, o := range opts {
 		o(t)
 	}
-	t.changed.fire()
-	w, err := c.AddWatch(ctx, root, true)
-	switch {
-	case err == nil:
-		t.persistent, t.w = true, w
-	case !errors.Is(err, ErrUnsupported):
+	if err := t.watch(ctx); err != nil {
 		return nil, err
 	}
 	if err := t.load(ctx, root, true, true); err != nil {
 		close(t.stopped)
-		if t.persistent {
-			_ = c.RemoveWatch(context.WithoutCancel(ctx), root, true)
-		}
+		t.abandon(ctx)
 		return nil, err
 	}
-	rctx, cancel := context.WithCancel(context.Background())
-	t.cancel = cancel
-	go t.run(rctx)
+	t.start(t.run)
 	return t, nil
 }
 
 func (t *TreeCache) level(path string) int {
-	if path == t.root {
+	if path == t.path {
 		return 0
 	}
-	rest := strings.TrimPrefix(path, t.root)
-	if t.root == "/" {
+	rest := strings.TrimPrefix(path, t.path)
+	if t.path == "/" {
 		rest = "/" + rest
 	}
 	return strings.Count(rest, "/")
@@ -340,7 +354,7 @@ func (t *TreeCache) load(ctx context.Context, path string, data, kids bool) erro
 		})
 		if errors.Is(err, vocab.NoNode) {
 			t.remove(path)
-			if path == t.root && watch {
+			if path == t.path && watch {
 				var ok bool
 				if err := retry(ctx, t.c, func() (err error) {
 					ok, _, w, err = t.c.ExistsW(ctx, path)
@@ -364,7 +378,7 @@ func (t *TreeCache) load(ctx context.Context, path string, data, kids bool) erro
 		if n == nil {
 			n = &treeNode{kids: map[string]bool{}}
 			t.nodes[path] = n
-			if path != t.root {
+			if path != t.path {
 				if p := t.nodes[parentOf(path)]; p != nil {
 					p.kids[baseName(path)] = true
 				}
@@ -444,7 +458,7 @@ func (t *TreeCache) remove(path string) {
 			delete(t.nodes, p)
 		}
 	}
-	if p := t.nodes[parentOf(path)]; p != nil && path != t.root {
+	if p := t.nodes[parentOf(path)]; p != nil && path != t.path {
 		delete(p.kids, baseName(path))
 	}
 	t.changed.fire()
@@ -482,7 +496,7 @@ func (t *TreeCache) run(ctx context.Context) {
 				t.stop(sessionErr(st))
 				return
 			}
-			if t.persistent && (!ok || ev.Path == t.root) {
+			if t.persistent && (!ok || ev.Path == t.path) {
 				t.stop(errors.New("recipes: tree cache watch removed"))
 				return
 			}
@@ -504,8 +518,8 @@ func (t *TreeCache) handle(ctx context.Context, ev Event) error {
 	switch ev.Type {
 	case vocab.EventNodeDeleted:
 		t.remove(ev.Path)
-		if ev.Path == t.root && !t.persistent {
-			return t.load(ctx, t.root, true, true) // sets an exists watch
+		if ev.Path == t.path && !t.persistent {
+			return t.load(ctx, t.path, true, true) // sets an exists watch
 		}
 		return nil
 	case vocab.EventNodeDataChanged:
@@ -513,7 +527,7 @@ func (t *TreeCache) handle(ctx context.Context, ev Event) error {
 	case vocab.EventNodeChildrenChanged:
 		return t.load(ctx, ev.Path, false, true)
 	case vocab.EventNodeCreated:
-		if t.persistent && ev.Path != t.root {
+		if t.persistent && ev.Path != t.path {
 			t.mu.Lock()
 			_, parentKnown := t.nodes[parentOf(ev.Path)]
 			t.mu.Unlock()
@@ -536,7 +550,7 @@ func (t *TreeCache) reload(ctx context.Context) error {
 	}
 	t.mu.Unlock()
 	slices.Sort(known)
-	if err := t.load(ctx, t.root, true, true); err != nil {
+	if err := t.load(ctx, t.path, true, true); err != nil {
 		return err
 	}
 	for _, p := range known {
@@ -550,13 +564,6 @@ func (t *TreeCache) reload(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-func (t *TreeCache) stop(err error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.err = err
-	t.changed.fire()
 }
 
 // Get returns the cached data and Stat of path, and whether it exists.
@@ -592,41 +599,4 @@ func (t *TreeCache) Len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.nodes)
-}
-
-// Changed returns a channel closed at the next change of the copy (or when
-// the cache stops).
-func (t *TreeCache) Changed() <-chan struct{} {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.changed.ch
-}
-
-// Err says why the cache stopped (nil while it runs).
-func (t *TreeCache) Err() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.err
-}
-
-// Persistent reports whether the cache runs on a persistent-recursive
-// watch.
-func (t *TreeCache) Persistent() bool { return t.persistent }
-
-// Close stops the cache and removes its persistent watch.
-func (t *TreeCache) Close(ctx context.Context) error {
-	t.cancel()
-	<-t.done
-	if !t.persistent {
-		return nil
-	}
-	err := t.c.RemoveWatch(ctx, t.root, true)
-	if err == nil {
-		for range t.w {
-		}
-	}
-	if sessionEnded(err) {
-		return nil
-	}
-	return err
 }

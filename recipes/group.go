@@ -133,8 +133,8 @@ func (g *Group) Watch(ctx context.Context) (*GroupWatch, error) {
 // Members returns the cached members: name to data.
 func (w *GroupWatch) Members() map[string][]byte {
 	out := map[string][]byte{}
-	for _, k := range w.t.Children(w.t.root) {
-		if d, _, ok := w.t.Get(join(w.t.root, k)); ok {
+	for _, k := range w.t.Children(w.t.path) {
+		if d, _, ok := w.t.Get(join(w.t.path, k)); ok {
 			out[k] = d
 		}
 	}
