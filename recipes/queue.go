@@ -142,14 +142,7 @@ func (q *Queue) offer(ctx context.Context, data []byte, key uint64) (string, err
 	label := join(q.dir, fmt.Sprintf("%sq%020d%s", prefix, key, itemSeq))
 	backoff := 5 * time.Millisecond
 	for {
-		q.mu.Lock()
-		ts := q.tombstones
-		q.tombstones = nil
-		q.mu.Unlock()
-		ops := make([]Op, 0, len(ts)+2)
-		for _, t := range ts {
-			ops = append(ops, DeleteOp{Path: t, Version: AnyVersion})
-		}
+		ts, ops := q.takeTombstones()
 		ops = append(ops, CreateOp{Path: receipt, Mode: vocab.ModeEphemeral, ACL: q.opts.acl},
 			CreateOp{Path: label, Data: data, Mode: vocab.ModePersistentSequential, ACL: q.opts.acl})
 		res, err := q.c.Multi(ctx, ops...)
@@ -157,13 +150,10 @@ func (q *Queue) offer(ctx context.Context, data []byte, key uint64) (string, err
 			q.addTombstone(receipt)
 			return baseName(res[len(res)-1].Path), nil
 		}
+		dropped := q.putTombstones(ts, err)
 		var fe *vocab.Error
-		isFE := errors.As(err, &fe)
-		if isFE && fe.Path == receipt && errors.Is(err, vocab.NodeExists) {
+		if errors.As(err, &fe) && fe.Path == receipt && errors.Is(err, vocab.NodeExists) {
 			// An earlier try applied: the item is there, or taken already.
-			q.mu.Lock()
-			q.tombstones = append(q.tombstones, ts...)
-			q.mu.Unlock()
 			q.addTombstone(receipt)
 			p, err := findProtected(ctx, q.c, q.dir, prefix)
 			if err != nil {
@@ -171,15 +161,7 @@ func (q *Queue) offer(ctx context.Context, data []byte, key uint64) (string, err
 			}
 			return baseName(p), nil // "" if a consumer took it already
 		}
-		retryNow := isFE && slices.Contains(ts, fe.Path)
-		if retryNow {
-			// Not ours any more (cannot happen while the session lives).
-			ts = slices.DeleteFunc(ts, func(s string) bool { return s == fe.Path })
-		}
-		q.mu.Lock()
-		q.tombstones = append(q.tombstones, ts...)
-		q.mu.Unlock()
-		if retryNow {
+		if dropped {
 			continue
 		}
 		if !isLoss(err) {
@@ -370,12 +352,10 @@ func (cl *Claim) Release(ctx context.Context) error {
 // Close deletes what the queue's takes left behind (the claim node of its
 // last take). The Queue stays usable.
 func (q *Queue) Close(ctx context.Context) error {
-	q.mu.Lock()
-	ts := q.tombstones
-	q.tombstones = nil
-	q.mu.Unlock()
-	for _, t := range ts {
+	ts, _ := q.takeTombstones()
+	for i, t := range ts {
 		if err := deleteNode(ctx, q.c, t); err != nil {
+			q.putTombstones(ts[i:], nil)
 			return lost(err)
 		}
 	}
@@ -415,50 +395,31 @@ func (q *Queue) tryTake(ctx context.Context, kids []string, take bool) ([]byte, 
 			data = []byte{}
 		}
 		for {
-			q.mu.Lock()
-			ts := q.tombstones
-			q.tombstones = nil
-			q.mu.Unlock()
-			ops := make([]Op, 0, len(ts)+2)
-			for _, t := range ts {
-				ops = append(ops, DeleteOp{Path: t, Version: AnyVersion})
-			}
+			ts, ops := q.takeTombstones()
 			ops = append(ops, CreateOp{Path: claim, Mode: vocab.ModeEphemeral, ACL: q.opts.acl}, DeleteOp{Path: item, Version: AnyVersion})
 			_, err = q.c.Multi(ctx, ops...)
 			if err == nil {
 				q.addTombstone(claim)
 				return data, wi, nil
 			}
-			var fe *vocab.Error
-			if errors.As(err, &fe) && slices.Contains(ts, fe.Path) {
-				// Not ours any more (cannot happen while the session lives).
-				ts = slices.DeleteFunc(ts, func(s string) bool { return s == fe.Path })
-			}
 			if !isLoss(err) {
-				q.mu.Lock()
-				q.tombstones = append(q.tombstones, ts...)
-				q.mu.Unlock()
+				if q.putTombstones(ts, err) {
+					continue
+				}
 				break
 			}
-			// The answer is lost: our claim node, if there, says we took it.
-			if err := awaitConnected(ctx, q.c, 10*time.Millisecond); err != nil {
-				return nil, wi, err
+			// The answer is lost: our claim node, if there, says we took
+			// the item (and deleted ts in the same multi).
+			_, ours, oerr := q.owner(ctx, claim)
+			if oerr != nil {
+				q.putTombstones(ts, nil)
+				return nil, wi, oerr
 			}
-			var ok bool
-			var st vocab.Stat
-			if err := retry(ctx, q.c, func() (err error) {
-				ok, st, err = q.c.Exists(ctx, claim)
-				return err
-			}); err != nil {
-				return nil, wi, err
-			}
-			if ok && st.EphemeralOwner == q.c.SessionID() {
+			if ours {
 				q.addTombstone(claim)
 				return data, wi, nil
 			}
-			q.mu.Lock()
-			q.tombstones = append(q.tombstones, ts...)
-			q.mu.Unlock()
+			q.putTombstones(ts, nil)
 			var itemLeft bool
 			if err := retry(ctx, q.c, func() (err error) {
 				itemLeft, _, err = q.c.Exists(ctx, item)
@@ -482,10 +443,58 @@ func (q *Queue) tryTake(ctx context.Context, kids []string, take bool) ([]byte, 
 	return nil, wi, nil
 }
 
-func (q *Queue) addTombstone(claim string) {
+// Tombstones are the ephemeral nodes this queue's offers and takes leave
+// behind (receipts and claims of taken items) to settle a lost answer; each
+// goes in front of the queue's next multi as a delete, or at Close.
+
+func (q *Queue) addTombstone(path string) {
 	q.mu.Lock()
-	q.tombstones = append(q.tombstones, claim)
+	q.tombstones = append(q.tombstones, path)
 	q.mu.Unlock()
+}
+
+// takeTombstones removes the tombstones from the queue and returns them
+// with a delete for each, to run in front of a multi.
+func (q *Queue) takeTombstones() ([]string, []Op) {
+	q.mu.Lock()
+	ts := q.tombstones
+	q.tombstones = nil
+	q.mu.Unlock()
+	ops := make([]Op, 0, len(ts)+2)
+	for _, t := range ts {
+		ops = append(ops, DeleteOp{Path: t, Version: AnyVersion})
+	}
+	return ts, ops
+}
+
+// putTombstones gives back tombstones that a multi which failed with err
+// did not delete. A tombstone the multi failed on is not this session's
+// any more (which cannot happen while the session lives): it is dropped,
+// and putTombstones reports that the multi is worth trying again at once.
+func (q *Queue) putTombstones(ts []string, err error) (dropped bool) {
+	var fe *vocab.Error
+	if errors.As(err, &fe) && slices.Contains(ts, fe.Path) {
+		ts = slices.DeleteFunc(slices.Clone(ts), func(s string) bool { return s == fe.Path })
+		dropped = true
+	}
+	q.mu.Lock()
+	q.tombstones = append(q.tombstones, ts...)
+	q.mu.Unlock()
+	return dropped
+}
+
+// owner settles a lost answer: after the session is connected again, it
+// reads whether path exists and whether this session owns it.
+func (q *Queue) owner(ctx context.Context, path string) (exists, ours bool, err error) {
+	if err := awaitConnected(ctx, q.c, 10*time.Millisecond); err != nil {
+		return false, false, err
+	}
+	var st vocab.Stat
+	err = retry(ctx, q.c, func() (err error) {
+		exists, st, err = q.c.Exists(ctx, path)
+		return err
+	})
+	return exists, exists && st.EphemeralOwner == q.c.SessionID(), err
 }
 
 // tryClaim claims the first ready, unclaimed item of kids.
@@ -504,19 +513,12 @@ func (q *Queue) tryClaim(ctx context.Context, kids []string) (*Claim, waitInfo, 
 			if !isLoss(err) {
 				break
 			}
-			if err := awaitConnected(ctx, q.c, 10*time.Millisecond); err != nil {
-				return nil, wi, err
+			exists, ours, oerr := q.owner(ctx, claim)
+			if oerr != nil {
+				return nil, wi, oerr
 			}
-			var ok bool
-			var st vocab.Stat
-			if err := retry(ctx, q.c, func() (err error) {
-				ok, st, err = q.c.Exists(ctx, claim)
-				return err
-			}); err != nil {
-				return nil, wi, err
-			}
-			if ok {
-				if st.EphemeralOwner == q.c.SessionID() {
+			if exists {
+				if ours {
 					err = nil
 				} else {
 					err = &vocab.Error{Code: vocab.NodeExists}
