@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -114,9 +115,7 @@ func aclCommand(g *globals) *cobra.Command {
 		Example: "  coordctl acl get /app\n  coordctl acl get -o json /app",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := g.ctx(cmd)
-			defer cancel()
-			return g.withSession(ctx, func(c *client.Conn) error {
+			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				acl, stat, err := c.GetACL(ctx, args[0])
 				if err != nil {
 					return err
@@ -150,9 +149,7 @@ func aclCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := g.ctx(cmd)
-			defer cancel()
-			return g.withSession(ctx, func(c *client.Conn) error {
+			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				stat, err := c.SetACL(ctx, args[0], acl, version)
 				if err != nil {
 					return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -50,6 +51,14 @@ func (g *globals) withSession(ctx context.Context, fn func(*client.Conn) error) 
 		c.Close(cctx)
 	}()
 	return fn(c)
+}
+
+// onSession runs fn on a session for one command, within the command's
+// timeout.
+func (g *globals) onSession(cmd *cobra.Command, fn func(context.Context, *client.Conn) error) error {
+	ctx, cancel := g.ctx(cmd)
+	defer cancel()
+	return g.withSession(ctx, func(c *client.Conn) error { return fn(ctx, c) })
 }
 
 // rootCause keeps the innermost message of a wrapped chain, which names

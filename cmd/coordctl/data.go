@@ -59,9 +59,7 @@ func lsCommand(g *globals) *cobra.Command {
   coordctl ls -o json /app`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := g.ctx(cmd)
-			defer cancel()
-			return g.withSession(ctx, func(c *client.Conn) error {
+			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				var list []string
 				if recursive {
 					nodes, err := walk(ctx, c, args[0], false, nil, nil)
@@ -102,9 +100,7 @@ func treeCommand(g *globals) *cobra.Command {
   coordctl tree --sizes --counts /`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := g.ctx(cmd)
-			defer cancel()
-			return g.withSession(ctx, func(c *client.Conn) error {
+			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				nodes, err := walk(ctx, c, args[0], false, nil, nil)
 				if err != nil {
 					return err
@@ -173,9 +169,7 @@ func getCommand(g *globals) *cobra.Command {
   coordctl get -o json /app/config`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := g.ctx(cmd)
-			defer cancel()
-			return g.withSession(ctx, func(c *client.Conn) error {
+			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				data, stat, err := c.Get(ctx, args[0])
 				if err != nil {
 					return err
@@ -207,9 +201,7 @@ func statCommand(g *globals) *cobra.Command {
 		Example: "  coordctl stat /app\n  coordctl stat -o table /app",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := g.ctx(cmd)
-			defer cancel()
-			return g.withSession(ctx, func(c *client.Conn) error {
+			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				ok, stat, err := c.Exists(ctx, args[0])
 				if err != nil {
 					return err
@@ -278,9 +270,7 @@ session, so it is gone when coordctl exits), -s sequential, -c a container,
 			if err != nil {
 				return err
 			}
-			ctx, cancel := g.ctx(cmd)
-			defer cancel()
-			return g.withSession(ctx, func(c *client.Conn) error {
+			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				if parents {
 					if err := makeParents(ctx, c, args[0]); err != nil {
 						return err
@@ -331,9 +321,7 @@ func setCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := g.ctx(cmd)
-			defer cancel()
-			return g.withSession(ctx, func(c *client.Conn) error {
+			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				stat, err := c.Set(ctx, args[0], data, version)
 				if err != nil {
 					return err
@@ -364,9 +352,7 @@ func rmCommand(g *globals) *cobra.Command {
 			if args[0] == "/" {
 				return usageError{errors.New("the root cannot be deleted")}
 			}
-			ctx, cancel := g.ctx(cmd)
-			defer cancel()
-			return g.withSession(ctx, func(c *client.Conn) error {
+			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				n := 1
 				if recursive {
 					var err error
@@ -439,9 +425,7 @@ func syncCommand(g *globals) *cobra.Command {
 		Example: "  coordctl sync /",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := g.ctx(cmd)
-			defer cancel()
-			return g.withSession(ctx, func(c *client.Conn) error {
+			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				p, err := c.Sync(ctx, args[0])
 				if err != nil {
 					return err

@@ -158,9 +158,7 @@ ZooKeeper). The file carries the subtree's digest.`,
   coordctl export --file all.json /`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := g.ctx(cmd)
-			defer cancel()
-			return g.withSession(ctx, func(c *client.Conn) error {
+			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				f, skipped, err := g.readSubtree(ctx, c, args[0])
 				if err != nil {
 					return err
@@ -281,9 +279,7 @@ both trees (exit 10 if they differ: stop writes to ZooKeeper while copying).`,
 				ops = append(ops, client.CreateOp{Path: p, Data: n.Data, Mode: mode, ACL: acl, TTL: time.Duration(n.TTLms) * time.Millisecond})
 				sizes = append(sizes, len(n.Data)+len(p))
 			}
-			ctx, cancel := g.ctx(cmd)
-			defer cancel()
-			return g.withSession(ctx, func(c *client.Conn) error {
+			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				p := g.progress("importing to "+root, int64(len(ops)))
 				defer p.done()
 				for start := 0; start < len(ops); {
@@ -319,9 +315,7 @@ whatever their roots, zxids and times.`,
 		Example: "  coordctl digest /app\n  coordctl digest -o json /app",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := g.ctx(cmd)
-			defer cancel()
-			return g.withSession(ctx, func(c *client.Conn) error {
+			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				f, skipped, err := g.readSubtree(ctx, c, args[0])
 				if err != nil {
 					return err

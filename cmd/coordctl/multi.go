@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -132,9 +133,7 @@ ephemeral_sequential, container, persistent_ttl or persistent_sequential_ttl.`,
 				}
 				ops[i] = op
 			}
-			ctx, cancel := g.ctx(cmd)
-			defer cancel()
-			return g.withSession(ctx, func(c *client.Conn) error {
+			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				res, err := c.Multi(ctx, ops...)
 				type jres struct {
 					Op      string    `json:"op"`
