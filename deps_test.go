@@ -44,7 +44,7 @@ import (
 // copied verbatim. TestDiagramMatchesDocs fails when the two differ: change
 // the docs, this copy and drawn below in one change.
 const drawing = `cmd/coord  cmd/coordctl        jepsen/     (cmd/coordctl also reaches server/replica: snapshot restore, offline)
-     \          |             /
+     \          |             /           (jepsen/ also reaches internal/netlab, a leaf: network namespaces for partitions)
       \         |    recipes/coordconn  recipes/zkconn   (adapters: recipes.Conn on coord's client, on go-zookeeper)
        \        |     /      \         /
       server/  client/        recipes/   (recipes: only its own small Conn interface)
@@ -66,7 +66,8 @@ const drawing = `cmd/coord  cmd/coordctl        jepsen/     (cmd/coordctl also r
 // reach one level down. How the picture is read:
 //   - cmd/coord's "\" reaches server/, cmd/coordctl's "|" client/ (and, as
 //     its note says, server/replica) and
-//     jepsen/'s "/" the row of the two recipe adapters;
+//     jepsen/'s "/" the row of the two recipe adapters (and, as its note
+//     says, internal/netlab);
 //   - recipes/coordconn's "/" reaches client/ and its "\" recipes/;
 //     recipes/zkconn's "/" reaches recipes/ only;
 //   - server/'s "\" reaches the api/ zk/ column and its "|" server/sessions;
@@ -89,13 +90,14 @@ const drawing = `cmd/coord  cmd/coordctl        jepsen/     (cmd/coordctl also r
 var drawn = map[string][]string{
 	"cmd/coord":          {"server"},
 	"cmd/coordctl":       {"client", "server/replica"},
-	"jepsen":             {"recipes/coordconn", "recipes/zkconn"},
+	"jepsen":             {"recipes/coordconn", "recipes/zkconn", "internal/netlab"},
 	"recipes/coordconn":  {"client", "recipes"},
 	"recipes/zkconn":     {"recipes"},
 	"server":             {"api", "zk", "server/sessions"},
 	"server/sessions":    {"server/replica", "watch"},
 	"server/replica":     {"api", "session", "internal/logbridge"},
 	"internal/logbridge": {},
+	"internal/netlab":    {},
 	"client":             {"api", "zk"},
 	"recipes":            {"vocab"},
 	"api":                {"vocab"},
@@ -124,7 +126,7 @@ var offDiagram = map[string]row{
 	"deploy":         {testOnly: true}, // the docker-compose tests (Dockerfile, docker-compose.yml); no coord package
 	// the runner of jepsen/'s harness (a command of the drawn jepsen/)
 	"jepsen/cmd/jepsen": {imports: []string{"jepsen"}},
-	"zk/compat":         {testOnly: true, tests: []string{"server", "vocab"}}, // compatibility tests against a real server
+	"zk/compat":         {testOnly: true, tests: []string{"server", "vocab", "internal/netlab"}}, // compatibility tests against a real server
 }
 
 // testExtras are coord packages the _test.go files of a drawn package may

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand"
 	"net/http"
-	"os/exec"
 	"sort"
 	"strings"
 	"time"
@@ -90,7 +89,7 @@ func (n *netNemesis) oneway(c *Cluster, r *rand.Rand) (string, error) {
 	if !out {
 		desc = fmt.Sprintf("%s drops what %s send; its own packets reach them", c.ID(i), ids(c, peers))
 	}
-	if err := n.lab.filter(i, b.String()); err != nil {
+	if err := n.lab.Filter(i, b.String()); err != nil {
 		return desc, err
 	}
 	n.probes = append(n.probes, func() string { return c.ID(i) + " counted " + n.lab.ruleCounts(i) })
@@ -105,7 +104,7 @@ func (n *netNemesis) loss(c *Cluster, r *rand.Rand) (string, error) {
 	rule := fmt.Sprintf("-m statistic --mode random --probability %.3f -j DROP", p)
 	body := "-A INPUT " + rule + "\n-A OUTPUT " + rule + "\n"
 	desc := fmt.Sprintf("%s loses %.0f%% of its packets in and out", c.ID(i), 100*p)
-	if err := n.lab.filter(i, body); err != nil {
+	if err := n.lab.Filter(i, body); err != nil {
 		return desc, err
 	}
 	n.probes = append(n.probes, func() string { return c.ID(i) + " counted " + n.lab.ruleCounts(i) })
@@ -118,23 +117,23 @@ func (n *netNemesis) loss(c *Cluster, r *rand.Rand) (string, error) {
 // kbit/s, so that every packet waits behind the ones before it.
 func (n *netNemesis) latency(ctx context.Context, c *Cluster, r *rand.Rand) (string, error) {
 	i := r.Intn(c.Size())
-	dev := labPeer(i)
+	dev := n.lab.Link(i)
 	before := metricsTime(ctx, c, i)
 	delay := 50 + r.Intn(151)
 	args := []string{"qdisc", "add", "dev", dev, "root", "netem", "delay", fmt.Sprintf("%dms", delay), fmt.Sprintf("%dms", delay/5)}
 	n.shaped = append(n.shaped, i)
-	out, err := n.lab.exec(i, "tc", args...)
+	out, err := n.lab.Exec(i, "tc", args...)
 	desc := fmt.Sprintf("%s: netem delay %d ms ± %d ms on %s", c.ID(i), delay, delay/5, dev)
 	if err != nil && strings.Contains(out, "unknown") {
 		rate := 64 << r.Intn(3)
 		args = []string{"qdisc", "add", "dev", dev, "root", "tbf", "rate", fmt.Sprintf("%dkbit", rate), "burst", "1600", "latency", "1s"}
-		out, err = n.lab.exec(i, "tc", args...)
+		out, err = n.lab.Exec(i, "tc", args...)
 		desc = fmt.Sprintf("%s: no netem in this kernel; tbf rate %d kbit/s (queueing delay) on %s", c.ID(i), rate, dev)
 	}
 	if err != nil {
 		return desc, fmt.Errorf("tc %s: %v: %s", strings.Join(args, " "), err, out)
 	}
-	show, _ := n.lab.exec(i, "tc", "qdisc", "show", "dev", dev)
+	show, _ := n.lab.Exec(i, "tc", "qdisc", "show", "dev", dev)
 	after := metricsTime(ctx, c, i)
 	return fmt.Sprintf("%s; %s; GET /metrics from %s took %v before, %v after", desc, firstLine(show), c.ID(i), before, after), nil
 }
@@ -147,7 +146,7 @@ func (n *netNemesis) Heal(ctx context.Context, c *Cluster) error {
 	n.probes = nil
 	var errs []error
 	for _, i := range n.shaped {
-		if out, err := n.lab.exec(i, "tc", "qdisc", "del", "dev", labPeer(i), "root"); err != nil && !strings.Contains(out, "No such file") && !strings.Contains(out, "Cannot delete qdisc with handle of zero") {
+		if out, err := n.lab.Exec(i, "tc", "qdisc", "del", "dev", n.lab.Link(i), "root"); err != nil && !strings.Contains(out, "No such file") && !strings.Contains(out, "Cannot delete qdisc with handle of zero") {
 			errs = append(errs, fmt.Errorf("tc qdisc del in %s: %v: %s", n.lab.NS(i), err, out))
 		}
 		notes = append(notes, c.ID(i)+" qdisc after heal: "+n.lab.qdisc(i))
@@ -166,25 +165,9 @@ func (n *netNemesis) Heal(ctx context.Context, c *Cluster) error {
 // HealNote is what Heal measured (packets dropped, the qdisc left).
 func (n *netNemesis) HealNote() string { return n.note }
 
-// filter replaces the filter table in server i's namespace with the given
-// rules (iptables-restore lines); Lab.Heal flushes it again.
-func (l *Lab) filter(i int, rules string) error {
-	cmd := exec.Command("ip", "netns", "exec", l.ns[i], "iptables-restore", "-w", "5")
-	cmd.Stdin = strings.NewReader("*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n" + rules + "COMMIT\n")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("jepsen: iptables-restore in %s: %v: %s", l.ns[i], err, out)
-	}
-	return nil
-}
-
-// exec runs a command inside server i's namespace.
-func (l *Lab) exec(i int, name string, args ...string) (string, error) {
-	return run("ip", append([]string{"netns", "exec", l.ns[i], name}, args...)...)
-}
-
 // qdisc is the root qdisc of server i's veth, as tc shows it.
 func (l *Lab) qdisc(i int) string {
-	out, err := l.exec(i, "tc", "qdisc", "show", "dev", labPeer(i))
+	out, err := l.Exec(i, "tc", "qdisc", "show", "dev", l.Link(i))
 	if err != nil {
 		return "tc: " + err.Error()
 	}
@@ -194,7 +177,7 @@ func (l *Lab) qdisc(i int) string {
 // ruleCounts lists the packets each rule of server i's filter table
 // matched: "INPUT DROP 84 packets, OUTPUT ACCEPT 120 packets".
 func (l *Lab) ruleCounts(i int) string {
-	out, err := l.exec(i, "iptables", "-w", "5", "-L", "-v", "-n", "-x")
+	out, err := l.Exec(i, "iptables", "-w", "5", "-L", "-v", "-n", "-x")
 	if err != nil {
 		return "iptables: " + err.Error()
 	}
@@ -215,7 +198,7 @@ func (l *Lab) ruleCounts(i int) string {
 // probe says whether server i can open a TCP connection to server j's raft
 // port (from i's namespace, 1 s at most): "s1->s2 ok" or "s1->s2 cut".
 func (l *Lab) probe(c *Cluster, i, j int) string {
-	ok := l.canConnect(i, fmt.Sprintf("%s/%d", l.hosts[j], nsPorts[0]))
+	ok := l.canConnect(i, fmt.Sprintf("%s/%d", l.Host(j), nsPorts[0]))
 	s := c.ID(i) + "->" + c.ID(j)
 	if ok {
 		return s + " ok"
@@ -224,7 +207,7 @@ func (l *Lab) probe(c *Cluster, i, j int) string {
 }
 
 func (l *Lab) canConnect(i int, hostPort string) bool {
-	_, err := l.exec(i, "timeout", "1", "bash", "-c", "exec 3<>/dev/tcp/"+hostPort)
+	_, err := l.Exec(i, "timeout", "1", "bash", "-c", "exec 3<>/dev/tcp/"+hostPort)
 	return err == nil
 }
 
