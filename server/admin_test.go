@@ -20,6 +20,26 @@ import (
 	"coord/server/replica"
 )
 
+// saveSnapshot streams a server's state through Admin.SaveSnapshot.
+func saveSnapshot(t *testing.T, ctx context.Context, addr string) []byte {
+	t.Helper()
+	stream, err := adminClient(t, addr).SaveSnapshot(ctx, &api.SaveSnapshotRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snap bytes.Buffer
+	for {
+		ch, err := stream.Recv()
+		if err == io.EOF {
+			return snap.Bytes()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap.Write(ch.Data)
+	}
+}
+
 func adminClient(t *testing.T, addr string) api.AdminClient {
 	t.Helper()
 	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -76,51 +96,74 @@ func TestAdminSessionsHashKVSnapshot(t *testing.T) {
 		t.Fatalf("the killed session's ephemeral: %v", fsm.Code(r.Err))
 	}
 
-	// The same digest everywhere at the leader's index.
+	// The same digest everywhere at one index. A server answers at the
+	// index it has applied, which may be past the one asked for (the log
+	// moves on: session touches, expiry), so the digests are compared once
+	// all three answered at the same index.
 	idx := c.Servers[li].AppliedIndex()
-	var digests [][]byte
-	for _, srv := range c.Servers {
-		h, err := adminClient(t, srv.GRPCAddr()).HashKV(ctx, &api.HashKVRequest{MinIndex: idx})
-		if err != nil {
-			t.Fatal(err)
+	for try := 0; ; try++ {
+		var digests [][]byte
+		var at []uint64
+		for _, srv := range c.Servers {
+			h, err := adminClient(t, srv.GRPCAddr()).HashKV(ctx, &api.HashKVRequest{MinIndex: idx})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.AppliedIndex < idx {
+				t.Fatalf("%s answered at %d, below %d", h.Id, h.AppliedIndex, idx)
+			}
+			digests = append(digests, h.Digest)
+			at = append(at, h.AppliedIndex)
 		}
-		if h.AppliedIndex < idx {
-			t.Fatalf("%s answered at %d, below %d", h.Id, h.AppliedIndex, idx)
+		if at[0] != at[1] || at[1] != at[2] {
+			if try == 50 {
+				t.Fatalf("no index at which all three answered in %d tries: %v", try+1, at)
+			}
+			t.Logf("answered at %v: again", at)
+			idx = max(at[0], at[1], at[2])
+			continue
 		}
-		digests = append(digests, h.Digest)
-	}
-	for i := range digests {
-		if !bytes.Equal(digests[i], digests[0]) {
-			t.Fatalf("digests differ at index %d: %x", idx, digests)
+		for i := range digests {
+			if !bytes.Equal(digests[i], digests[0]) {
+				t.Fatalf("digests differ at index %d: %x", at[0], digests)
+			}
 		}
+		break
 	}
 
-	stream, err := adminClient(t, here.GRPCAddr()).SaveSnapshot(ctx, &api.SaveSnapshotRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var snap bytes.Buffer
-	for {
-		ch, err := stream.Recv()
-		if err == io.EOF {
-			break
-		}
+	// A saved snapshot restores to the digest its server answers at the
+	// snapshot's index (taken between two HashKV calls that agree on it).
+	var snapBytes, snapDigest []byte
+	for try := 0; ; try++ {
+		before, err := adminClient(t, here.GRPCAddr()).HashKV(ctx, &api.HashKVRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		snap.Write(ch.Data)
-	}
-	snapBytes := bytes.Clone(snap.Bytes())
-	br := bufio.NewReader(&snap)
-	if _, err := binary.ReadUvarint(br); err != nil {
-		t.Fatal(err)
-	}
-	f := fsm.New()
-	if err := f.Restore(br); err != nil {
-		t.Fatalf("restoring the saved snapshot: %v", err)
-	}
-	if d := f.View().Digest(); !bytes.Equal(d[:], digests[0]) {
-		t.Fatalf("the saved snapshot restores to digest %x, the servers hash %x", d, digests[0])
+		snapBytes = saveSnapshot(t, ctx, here.GRPCAddr())
+		after, err := adminClient(t, here.GRPCAddr()).HashKV(ctx, &api.HashKVRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(bytes.NewReader(snapBytes))
+		snapIndex, err := binary.ReadUvarint(br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if before.AppliedIndex != after.AppliedIndex || snapIndex != before.AppliedIndex {
+			if try == 50 {
+				t.Fatalf("the log kept moving: %d, snapshot at %d, %d", before.AppliedIndex, snapIndex, after.AppliedIndex)
+			}
+			continue
+		}
+		f := fsm.New()
+		if err := f.Restore(br); err != nil {
+			t.Fatalf("restoring the saved snapshot: %v", err)
+		}
+		if d := f.View().Digest(); !bytes.Equal(d[:], before.Digest) {
+			t.Fatalf("the saved snapshot restores to digest %x, the server hashes %x at index %d", d, before.Digest, snapIndex)
+		}
+		snapDigest = before.Digest
+		break
 	}
 
 	// Disaster recovery: a new one-server cluster from the saved file.
@@ -137,8 +180,8 @@ func TestAdminSessionsHashKVSnapshot(t *testing.T) {
 	lis.Close()
 	cfg.DataDir = filepath.Join(t.TempDir(), "restored")
 	idx2, digest, err := replica.RestoreDataDir(file, cfg.DataDir, "r1", cfg.RaftAddr, cfg.LogStore, cfg.Logger)
-	if err != nil || !bytes.Equal(digest[:], digests[0]) || idx2 == 0 {
-		t.Fatalf("restore: index %d digest %x err %v (want digest %x)", idx2, digest, err, digests[0])
+	if err != nil || !bytes.Equal(digest[:], snapDigest) || idx2 == 0 {
+		t.Fatalf("restore: index %d digest %x err %v (want digest %x)", idx2, digest, err, snapDigest)
 	}
 	if _, _, err := replica.RestoreDataDir(file, cfg.DataDir, "r1", cfg.RaftAddr, cfg.LogStore, cfg.Logger); err == nil {
 		t.Fatal("restored into a data directory that holds state")
@@ -149,8 +192,8 @@ func TestAdminSessionsHashKVSnapshot(t *testing.T) {
 	rc := &TestCluster{tb: t}
 	restored := rc.start(cfg)
 	rc.Leader()
-	if d := restored.View().Digest(); !bytes.Equal(d[:], digests[0]) {
-		t.Fatalf("the restored server's state has digest %x, want %x", d, digests[0])
+	if d := restored.View().Digest(); !bytes.Equal(d[:], snapDigest) {
+		t.Fatalf("the restored server's state has digest %x, want %x", d, snapDigest)
 	}
 	rs := newSession(t, restored.GRPCAddr())
 	mustOK(t, rs.create("/after-restore", "x", fsm.ModePersistent))
