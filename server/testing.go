@@ -291,16 +291,23 @@ func RunWithWatchdog(m interface{ Run() int }, limit time.Duration) int {
 		buf := make([]byte, 64<<20)
 		buf = buf[:runtime.Stack(buf, true)]
 		var b strings.Builder
-		fmt.Fprintf(&b, "watchdog: tests still running after %v; goroutines in coord code:\n", limit)
+		fmt.Fprintf(&b, "watchdog: tests still running after %v; goroutines in coord and raft code:\n", limit)
+		// hashicorp/raft's own goroutines are shown too: a Shutdown that
+		// never returns waits on one of them.
+		ours := func(l string) bool { return strings.Contains(l, "coord/") || strings.Contains(l, "hashicorp/raft") }
 		for _, g := range strings.Split(string(buf), "\n\n") {
-			if !strings.Contains(g, "coord/") {
+			if !ours(g) {
 				continue
 			}
 			lines := strings.Split(g, "\n")
 			b.WriteString(lines[0] + "\n")
-			for _, l := range lines[1:] {
-				if strings.HasPrefix(l, "coord/") || strings.HasPrefix(l, "\t") && strings.Contains(l, "/coord/") {
-					b.WriteString("  " + strings.TrimSpace(l) + "\n")
+			for i, l := range lines[1:] {
+				if !strings.HasPrefix(l, "\t") && ours(l) {
+					b.WriteString("  " + strings.TrimSpace(l))
+					if i+2 < len(lines) { // the frame's file:line
+						b.WriteString("  " + strings.TrimSpace(lines[i+2]))
+					}
+					b.WriteString("\n")
 				}
 			}
 		}
