@@ -44,7 +44,7 @@ import (
 // copied verbatim. TestDiagramMatchesDocs fails when the two differ: change
 // the docs, this copy and drawn below in one change.
 const drawing = `cmd/coord  cmd/coordctl        jepsen/     (cmd/coordctl also reaches server/replica: snapshot restore, offline)
-     \          |             /           (jepsen/ also reaches internal/netlab, a leaf: network namespaces for partitions)
+     \          |             /           (jepsen/ also reaches internal/netlab and internal/zkproc, leaves: network namespaces, ZooKeeper processes)
       \         |    recipes/coordconn  recipes/zkconn   (adapters: recipes.Conn on coord's client, on go-zookeeper)
        \        |     /      \         /
       server/  client/        recipes/   (recipes: only its own small Conn interface)
@@ -67,7 +67,7 @@ const drawing = `cmd/coord  cmd/coordctl        jepsen/     (cmd/coordctl also r
 //   - cmd/coord's "\" reaches server/, cmd/coordctl's "|" client/ (and, as
 //     its note says, server/replica) and
 //     jepsen/'s "/" the row of the two recipe adapters (and, as its note
-//     says, internal/netlab);
+//     says, internal/netlab and internal/zkproc);
 //   - recipes/coordconn's "/" reaches client/ and its "\" recipes/;
 //     recipes/zkconn's "/" reaches recipes/ only;
 //   - server/'s "\" reaches the api/ zk/ column and its "|" server/sessions;
@@ -90,7 +90,7 @@ const drawing = `cmd/coord  cmd/coordctl        jepsen/     (cmd/coordctl also r
 var drawn = map[string][]string{
 	"cmd/coord":          {"server"},
 	"cmd/coordctl":       {"client", "server/replica"},
-	"jepsen":             {"recipes/coordconn", "recipes/zkconn", "internal/netlab"},
+	"jepsen":             {"recipes/coordconn", "recipes/zkconn", "internal/netlab", "internal/zkproc"},
 	"recipes/coordconn":  {"client", "recipes"},
 	"recipes/zkconn":     {"recipes"},
 	"server":             {"api", "zk", "server/sessions"},
@@ -98,6 +98,7 @@ var drawn = map[string][]string{
 	"server/replica":     {"api", "session", "internal/logbridge"},
 	"internal/logbridge": {},
 	"internal/netlab":    {},
+	"internal/zkproc":    {},
 	"client":             {"api", "zk"},
 	"recipes":            {"vocab"},
 	"api":                {"vocab"},
@@ -122,7 +123,7 @@ type row struct {
 var offDiagram = map[string]row{
 	".":              {testOnly: true}, // this file
 	"cmd/coordbench": {imports: []string{"client", "api", "zk", "vocab", "zxid"}},
-	"cmd/watchmem":   {imports: []string{"vocab"}},
+	"cmd/watchmem":   {imports: []string{"vocab", "internal/zkproc"}},
 	"deploy":         {testOnly: true}, // the docker-compose tests (Dockerfile, docker-compose.yml); no coord package
 	// the runner of jepsen/'s harness (a command of the drawn jepsen/)
 	"jepsen/cmd/jepsen": {imports: []string{"jepsen"}},
@@ -134,10 +135,10 @@ var offDiagram = map[string]row{
 var testExtras = map[string][]string{
 	"client": {"server"}, // its tests run against an in-process cluster
 	// coordctl's TLS test takes its certificates from server's TestPKI.
-	"cmd/coordctl": {"server"},
+	"cmd/coordctl": {"server", "internal/zkproc"},
 	// recipes' tests run each recipe through both adapters, on an in-process
 	// coord cluster and on Apache ZooKeeper.
-	"recipes": {"server", "client", "recipes/coordconn", "recipes/zkconn"},
+	"recipes": {"server", "client", "recipes/coordconn", "recipes/zkconn", "internal/zkproc"},
 }
 
 type edge struct{ from, to string }

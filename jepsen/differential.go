@@ -113,7 +113,7 @@ func Differential(ctx context.Context, cfg DiffConfig) (*DiffReport, error) {
 			return nil, err
 		}
 		defer z.Close()
-		zkAddr = z.Addr
+		zkAddr = z.Servers[0].Addr
 	}
 	bin := cfg.Bin
 	if bin == "" {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"coord/client"
+	"coord/internal/zkproc"
 	"coord/recipes"
 	"coord/recipes/coordconn"
 	"coord/recipes/zkconn"
@@ -112,18 +113,18 @@ func (c *coordCluster) connect(t testing.TB, o connOpts) recipes.Conn {
 
 // --- Apache ZooKeeper, as processes ---
 
-type zkClusterB struct{ zc *zkCluster }
+type zkClusterB struct{ zc *zkproc.Ensemble }
 
 func (c *zkClusterB) Name() string { return "zookeeper" }
-func (c *zkClusterB) size() int    { return len(c.zc.nodes) }
-func (c *zkClusterB) kill(i int)   { c.zc.nodes[i].stop() }
+func (c *zkClusterB) size() int    { return len(c.zc.Servers) }
+func (c *zkClusterB) kill(i int)   { c.zc.Servers[i].Kill() }
 
 func (c *zkClusterB) connect(t testing.TB, o connOpts) recipes.Conn {
 	t.Helper()
 	if o.timeout == 0 {
 		o.timeout = 15 * time.Second
 	}
-	addrs := c.zc.addrs()
+	addrs := c.zc.Addrs()
 	if o.proxied != nil {
 		addrs = o.proxied.addrs(t, addrs)
 	}
@@ -258,8 +259,8 @@ func (c *coordCluster) serverOf(t testing.TB, conn recipes.Conn) int {
 func (c *zkClusterB) serverOf(t testing.TB, conn recipes.Conn) int {
 	t.Helper()
 	addr := conn.(*zkconn.Conn).ZK().Server()
-	for i, nd := range c.zc.nodes {
-		if nd.addr() == addr {
+	for i, nd := range c.zc.Servers {
+		if nd.Addr == addr {
 			return i
 		}
 	}

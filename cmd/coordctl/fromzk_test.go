@@ -1,86 +1,39 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"coord/internal/zkproc"
 )
 
 // startZooKeeper runs a standalone Apache ZooKeeper 3.8 (Debian's package)
 // on a free loopback port, or skips the test when it is not installed.
 func startZooKeeper(t *testing.T) string {
 	t.Helper()
-	const jar, slf4j = "/usr/share/java/zookeeper.jar", "/usr/share/java/slf4j-simple.jar"
-	if _, err := exec.LookPath("java"); err != nil {
-		t.Skipf("needs java and Debian's zookeeper package: %v", err)
+	if err := zkproc.Check(); err != nil {
+		t.Skip(err)
 	}
-	if _, err := os.Stat(jar); err != nil {
-		t.Skipf("needs Debian's zookeeper package: %v", err)
-	}
-	port := freePorts(t, 1)[0]
-	dir := t.TempDir()
-	cp := jar
-	if _, err := os.Stat(slf4j); err == nil {
-		cp += ":" + slf4j
-	}
-	logf, err := os.Create(filepath.Join(dir, "zookeeper.log"))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	e, err := zkproc.Start(ctx, zkproc.Options{Dir: t.TempDir()})
 	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-		"-Dzookeeper.admin.enableServer=false", "-cp", cp,
-		"org.apache.zookeeper.server.ZooKeeperServerMain", fmt.Sprint(port), filepath.Join(dir, "data"))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
+		e.Close()
 		if t.Failed() {
-			t.Logf("ZooKeeper log:\n%s", tail(logf.Name()))
+			t.Logf("ZooKeeper log:\n%s", tail(e.Servers[0].Log))
 		}
 	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	// ZooKeeper listens before its database is loaded, and a client that
-	// connects then can be left unanswered for longer than the test waits
-	// (the CI run of 2026-11-23 saw it), so wait until srvr says it serves.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if out, err := srvr(addr); err == nil && strings.Contains(out, "Mode: standalone") {
-			return addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ZooKeeper not serving on %s within 60s", addr)
-		}
-		time.Sleep(50 * time.Millisecond) // the JVM is starting
-	}
-}
-
-// srvr asks a ZooKeeper server for its srvr four-letter word.
-func srvr(addr string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := c.Write([]byte("srvr")); err != nil {
-		return "", err
-	}
-	b, err := io.ReadAll(c)
-	return string(b), err
+	return e.Servers[0].Addr
 }
 
 // import --from-zookeeper copies a live ZooKeeper tree (data, ACLs,

@@ -12,7 +12,7 @@
 // coord's heap is runtime.MemStats.HeapAlloc after runtime.GC, read from its
 // /debug/pprof/heap?gc=1&debug=1; ZooKeeper's is the byte total of
 // `jmap -histo:live`, which collects first and counts every live object
-// (Debian's zookeeper package and a JDK: /usr/share/java/zookeeper.jar,
+// (Debian's zookeeper package, started through internal/zkproc, and a JDK's
 // jmap). Each server's wchs is printed to show that it holds the watches.
 package main
 
@@ -37,13 +37,14 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"coord/internal/zkproc"
 )
 
 func main() {
 	target := flag.String("target", "both", "coord, zookeeper or both")
 	n := flag.Int("n", 200_000, "exists watches to set from one session")
 	coordBin := flag.String("coord", "", "coord binary (default: go build ./cmd/coord)")
-	zkJar := flag.String("zk-jar", "/usr/share/java/zookeeper.jar", "ZooKeeper server jar (its manifest names its dependencies)")
 	xmx := flag.String("xmx", "512m", "ZooKeeper's -Xmx")
 	flag.Parse()
 	log.SetFlags(0)
@@ -66,7 +67,7 @@ func main() {
 		results = append(results, measure("coord", *n, startCoord(bin, filepath.Join(dir, "coord-data"))))
 	}
 	if *target == "zookeeper" || *target == "both" {
-		results = append(results, measure("ZooKeeper", *n, startZooKeeper(*zkJar, *xmx, filepath.Join(dir, "zk"))))
+		results = append(results, measure("ZooKeeper", *n, startZooKeeper(*xmx, filepath.Join(dir, "zk"))))
 	}
 	fmt.Println()
 	for _, r := range results {
@@ -79,14 +80,11 @@ func main() {
 type server struct {
 	addr string
 	heap func() (int64, error)
-	cmd  *exec.Cmd
+	stop func()
 }
 
 func measure(name string, n int, s *server) string {
-	defer func() {
-		s.cmd.Process.Kill()
-		s.cmd.Wait()
-	}()
+	defer s.stop()
 	conn, ev, err := zk.Connect([]string{s.addr}, 30*time.Second, zk.WithLogger(quiet{}))
 	if err != nil {
 		log.Fatalf("%s: %v", name, err)
@@ -169,7 +167,7 @@ func startCoord(bin, dataDir string) *server {
 	heapRE := regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)$`)
 	return &server{
 		addr: fmt.Sprintf("127.0.0.1:%d", p[2]),
-		cmd:  cmd,
+		stop: func() { cmd.Process.Kill(); cmd.Wait() },
 		heap: func() (int64, error) {
 			resp, err := http.Get("http://" + httpAddr + "/debug/pprof/heap?gc=1&debug=1")
 			if err != nil {
@@ -189,30 +187,19 @@ func startCoord(bin, dataDir string) *server {
 	}
 }
 
-func startZooKeeper(jar, xmx, dir string) *server {
-	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+func startZooKeeper(xmx, dir string) *server {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	e, err := zkproc.Start(ctx, zkproc.Options{Dir: dir, JVM: []string{"-Xmx" + xmx}, Output: os.Stderr})
+	if err != nil {
 		log.Fatal(err)
 	}
-	port := freePorts(1)[0]
-	cfg := fmt.Sprintf("tickTime=2000\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n"+
-		"4lw.commands.whitelist=*\nadmin.enableServer=false\nmaxClientCnxns=0\n", filepath.Join(dir, "data"), port)
-	cfgPath := filepath.Join(dir, "zoo.cfg")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		log.Fatal(err)
-	}
-	cp := jar
-	if _, err := os.Stat("/usr/share/java/slf4j-simple.jar"); err == nil {
-		cp += ":/usr/share/java/slf4j-simple.jar"
-	}
-	cmd := exec.Command("java", "-Xmx"+xmx, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-		"-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", cfgPath)
-	start(cmd)
 	totalRE := regexp.MustCompile(`(?m)^Total\s+\d+\s+(\d+)\s*$`)
 	return &server{
-		addr: fmt.Sprintf("127.0.0.1:%d", port),
-		cmd:  cmd,
+		addr: e.Servers[0].Addr,
+		stop: e.Close,
 		heap: func() (int64, error) {
-			out, err := exec.Command("jmap", "-histo:live", strconv.Itoa(cmd.Process.Pid)).Output()
+			out, err := exec.Command("jmap", "-histo:live", strconv.Itoa(e.Servers[0].Pid())).Output()
 			if err != nil {
 				return 0, fmt.Errorf("jmap: %v", err)
 			}
