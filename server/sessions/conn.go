@@ -114,7 +114,17 @@ func (l *Layer) connect(ctx context.Context, req *ConnectRequest, ip string) (*C
 		id = req.SessionID
 		info, ok := l.rep.View().Session(id)
 		if !ok {
-			return nil, nil, refuse(ErrSessionExpired, "session 0x%x expired", id)
+			// Only what the leader has committed says a session is gone:
+			// this server may be behind it (a server restarted with kill
+			// -9 replays its log once it hears from the leader), and a
+			// client that has had no response yet has no zxid to hold it
+			// to. Catch up first.
+			if err := l.catchUp(ctx); err != nil {
+				return nil, nil, refuse(ErrUnavailable, "catching up before looking up session 0x%x: %v", id, err)
+			}
+			if info, ok = l.rep.View().Session(id); !ok {
+				return nil, nil, refuse(ErrSessionExpired, "session 0x%x expired", id)
+			}
 		}
 		if !session.CheckPassword(info.Password, req.Password) {
 			return nil, nil, refuse(ErrWrongPassword, "wrong password for session 0x%x", id)
@@ -471,3 +481,16 @@ func (c *Conn) Written() { c.out.written() }
 // CloseErr is the error the connection was shut with (nil for a plain
 // close).
 func (c *Conn) CloseErr() error { return c.out.closeErr() }
+
+// catchUp waits until this server has applied everything the leader had
+// committed when it was called (as sync does), within twice the leader
+// wait.
+func (l *Layer) catchUp(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*l.rep.LeaderWait())
+	defer cancel()
+	idx, err := l.rep.SyncIndex(ctx)
+	if err != nil {
+		return err
+	}
+	return l.rep.WaitApplied(ctx, idx)
+}
