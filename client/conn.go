@@ -127,8 +127,9 @@ func (c *Conn) Server() string {
 	return c.server
 }
 
-// LastZxid is the newest zxid the session has seen in a response; a server
-// that has not applied it will not take the session.
+// LastZxid is the newest zxid the session has seen (in a response, or the
+// server's when it took the session); a server that has not applied it will
+// not take the session.
 func (c *Conn) LastZxid() int64 { return c.lastZxid.Load() }
 
 func (c *Conn) noteZxid(z int64) {
@@ -284,11 +285,11 @@ func (c *Conn) establish(ctx context.Context) (*stream, State, error) {
 				return nil, StateExpired, err
 			}
 			failures++
-			if c.opts.maxRetries > 0 && failures >= c.opts.maxRetries {
+			// The limit is for a new session: a session the servers hold
+			// is tried until its timeout passes (a server restarted with
+			// kill -9 takes it back), not reported expired while alive.
+			if c.opts.maxRetries > 0 && failures >= c.opts.maxRetries && !hasSession {
 				c.log.Warn("coord: giving up", "attempts", failures, "err", err)
-				if hasSession {
-					return nil, StateExpired, vocab.SessionExpired
-				}
 				return nil, StateClosed, fmt.Errorf("coord: no server took the session after %d attempts: %w", failures, err)
 			}
 		}
@@ -378,6 +379,9 @@ func (c *Conn) attach(ctx context.Context, server string, timeout time.Duration)
 	}
 	c.sessionID = resp.GetSessionId()
 	c.password = resp.GetPassword()
+	// The server's zxid when it took the session (at least the session's
+	// creation): no server behind it may take the session later.
+	c.noteZxid(resp.GetZxid())
 	c.timeout = timeout
 	c.server = server
 	c.lastHeard.Store(time.Now().UnixNano())

@@ -94,10 +94,11 @@ func WithAuth(scheme string, auth []byte) Option {
 	}
 }
 
-// WithMaxRetries gives up after n consecutive failed attempts to reach a
-// server (0, the default, means no limit: Connect tries until its context
-// ends, and a broken session until its timeout passes). A session that gives
-// up is reported Expired, since the client can no longer keep it alive.
+// WithMaxRetries makes Connect give up after n consecutive failed attempts
+// to reach a server (0, the default, means no limit: Connect tries until its
+// context ends). It does not shorten the life of an established session: a
+// broken one is tried on every server until its timeout passes, so a server
+// that restarts within the timeout takes it back.
 func WithMaxRetries(n int) Option {
 	return func(o *options) {
 		if n >= 0 {
