@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -18,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"coord/client"
+	"coord/vocab"
 )
 
 // exportFormat names the export file's layout; import refuses others.
@@ -261,8 +263,7 @@ both trees (exit 10 if they differ: stop writes to ZooKeeper while copying).`,
 					root = "/"
 				}
 			}
-			ops := make([]client.Op, 0, len(f.Nodes))
-			sizes := make([]int, 0, len(f.Nodes))
+			ops := make([]client.CreateOp, 0, len(f.Nodes))
 			for i, n := range f.Nodes {
 				p := joinRel(root, n.Path)
 				if p == "/" {
@@ -277,22 +278,12 @@ both trees (exit 10 if they differ: stop writes to ZooKeeper while copying).`,
 					return usageError{fmt.Errorf("node %d (%s): %v", i, n.Path, err)}
 				}
 				ops = append(ops, client.CreateOp{Path: p, Data: n.Data, Mode: mode, ACL: acl, TTL: time.Duration(n.TTLms) * time.Millisecond})
-				sizes = append(sizes, len(n.Data)+len(p))
 			}
 			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				p := g.progress("importing to "+root, int64(len(ops)))
 				defer p.done()
-				for start := 0; start < len(ops); {
-					end, bytes := start, 0
-					for end < len(ops) && end-start < importBatchOps && (end == start || bytes+sizes[end] <= importBatchBytes) {
-						bytes += sizes[end]
-						end++
-					}
-					if _, err := c.Multi(ctx, ops[start:end]...); err != nil {
-						return fmt.Errorf("after %d of %d nodes: %w", start, len(ops), err)
-					}
-					p.add(end - start)
-					start = end
+				if n, err := createBatches(ctx, c, ops, p.add); err != nil {
+					return fmt.Errorf("after %d of %d nodes: %w", n, len(ops), err)
 				}
 				p.done()
 				return g.show(view{json: map[string]any{"root": root, "created": len(ops), "digest": digest},
@@ -324,5 +315,65 @@ whatever their roots, zxids and times.`,
 					text: func(w io.Writer) { fmt.Fprintf(w, "%s %d nodes %s\n", f.Digest, len(f.Nodes), args[0]) }})
 			})
 		},
+	}
+}
+
+// createBatches creates ops in multis of at most importBatchOps creates and
+// importBatchBytes bytes, calling done after each, and returns how many it
+// created. A batch whose answer is lost with the connection (the client
+// re-attaches the session to another server) applied whole or not at all:
+// its last node, there with the batch's data and created after the batch
+// was sent, says it applied; otherwise the batch is sent again.
+func createBatches(ctx context.Context, c *client.Conn, ops []client.CreateOp, done func(n int)) (int, error) {
+	for start := 0; start < len(ops); {
+		end, size := start, 0
+		for end < len(ops) && end-start < importBatchOps && (end == start || size+len(ops[end].Data)+len(ops[end].Path) <= importBatchBytes) {
+			size += len(ops[end].Data) + len(ops[end].Path)
+			end++
+		}
+		if err := createBatch(ctx, c, ops[start:end]); err != nil {
+			return start, err
+		}
+		done(end - start)
+		start = end
+	}
+	return len(ops), nil
+}
+
+// createBatch runs one batch of createBatches.
+func createBatch(ctx context.Context, c *client.Conn, batch []client.CreateOp) error {
+	multi := make([]client.Op, len(batch))
+	for i := range batch {
+		multi[i] = batch[i]
+	}
+	last := batch[len(batch)-1]
+	for tries := 1; ; tries++ {
+		sent := c.LastZxid()
+		_, err := c.Multi(ctx, multi...)
+		if err == nil || !errors.Is(err, vocab.ConnectionLoss) || tries == 5 {
+			return err
+		}
+		var data []byte
+		var st vocab.Stat
+		for {
+			data, st, err = c.Get(ctx, last.Path)
+			if !errors.Is(err, vocab.ConnectionLoss) {
+				break
+			}
+			select { // the session is moving to another server
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		switch {
+		case errors.Is(err, vocab.NoNode): // not applied: send it again
+		case err != nil:
+			return err
+		case st.Czxid > sent && bytes.Equal(data, last.Data):
+			return nil
+		default:
+			return &vocab.Error{Code: vocab.NodeExists, Op: "create", Path: last.Path}
+		}
 	}
 }

@@ -61,7 +61,7 @@ func (g *globals) importFromZooKeeper(ctx context.Context, servers []string, roo
 		} else if !errors.Is(err, vocab.NoNode) {
 			return err
 		}
-		var ops []client.Op
+		var ops []client.CreateOp
 		for _, n := range nodes {
 			if present[n.Path] {
 				res.Present++
@@ -78,19 +78,11 @@ func (g *globals) importFromZooKeeper(ctx context.Context, servers []string, roo
 			ops = append(ops, client.CreateOp{Path: p, Data: n.Data, Mode: vocab.ModePersistent, ACL: acl})
 		}
 		bar := g.progress("copying to coord", int64(len(ops)))
-		for start := 0; start < len(ops); {
-			end, bytes := start, 0
-			for end < len(ops) && end-start < importBatchOps && (end == start || bytes+len(ops[end].(client.CreateOp).Data) <= importBatchBytes) {
-				bytes += len(ops[end].(client.CreateOp).Data)
-				end++
-			}
-			if _, err := c.Multi(ctx, ops[start:end]...); err != nil {
-				bar.done()
-				return fmt.Errorf("after %d of %d nodes (run again to resume): %w", start, len(ops), err)
-			}
-			res.Created += end - start
-			bar.add(end - start)
-			start = end
+		n, err := createBatches(ctx, c, ops, bar.add)
+		res.Created += n
+		if err != nil {
+			bar.done()
+			return fmt.Errorf("after %d of %d nodes (run again to resume): %w", n, len(ops), err)
 		}
 		bar.done()
 		f, _, err := g.readSubtree(ctx, c, root)
