@@ -20,25 +20,7 @@ import (
 // batch whose answer was lost is found applied or sent again (never
 // twice), and the tree's digest is the file's.
 func TestImportSurvivesKill9(t *testing.T) {
-	c := newProcs(t, t.TempDir(), 3, 0)
-	t.Cleanup(func() {
-		c.stop()
-		if t.Failed() {
-			for _, p := range c.nodes {
-				t.Logf("%s log:\n%s", p.id, tail(p.log))
-			}
-		}
-	})
-	for _, p := range c.nodes {
-		if err := p.start(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, p := range c.nodes {
-		if err := p.waitHealthy(30 * time.Second); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := startCluster(t, 3, 0)
 
 	// 1 + 40×500 nodes of 256 bytes: about ten multis of 512 KiB.
 	f := exportFile{Format: exportFormat, Root: "/imp"}
