@@ -484,13 +484,21 @@ func (c *Conn) CloseErr() error { return c.out.closeErr() }
 
 // catchUp waits until this server has applied everything the leader had
 // committed when it was called (as sync does), within twice the leader
-// wait.
+// wait. Asking the leader is tried again until then: a server whose
+// partition just healed has its raft back before its connection to the
+// leader's gRPC port.
 func (l *Layer) catchUp(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*l.rep.LeaderWait())
 	defer cancel()
-	idx, err := l.rep.SyncIndex(ctx)
-	if err != nil {
-		return err
+	for {
+		idx, err := l.rep.SyncIndex(ctx)
+		if err == nil {
+			return l.rep.WaitApplied(ctx, idx)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	return l.rep.WaitApplied(ctx, idx)
 }
