@@ -82,6 +82,21 @@ func (sw *snapWriter) flush() {
 // WriteTo streams the state as a snapshot. It reads only the immutable view,
 // so the FSM goes on applying meanwhile.
 func (v *View) WriteTo(w io.Writer) (int64, error) {
+	return v.writeTo(w, false)
+}
+
+// WriteToWithoutPasswords streams the state as WriteTo does, in the same
+// format, except that every session's password is left out (written as
+// empty): the form of a snapshot that leaves the servers (an operator's
+// backup). Restored, it gives the same tree and session table, with
+// sessions that no password can re-attach to (a stored password that is
+// not session.PasswordLen bytes matches nothing); they expire after their
+// timeout.
+func (v *View) WriteToWithoutPasswords(w io.Writer) (int64, error) {
+	return v.writeTo(w, true)
+}
+
+func (v *View) writeTo(w io.Writer, noPasswords bool) (int64, error) {
 	sw := &snapWriter{w: w, buf: make([]byte, 0, 2*snapBlockSize)}
 	b := append(sw.buf, snapMagic...)
 	b = append(b, snapFormat)
@@ -94,7 +109,11 @@ func (v *View) WriteTo(w io.Writer) (int64, error) {
 	v.s.sessions.Ascend(func(_ int64, s *session) bool {
 		sw.buf = binary.AppendVarint(sw.buf, s.id)
 		sw.buf = binary.AppendVarint(sw.buf, int64(s.timeout))
-		sw.buf = appendBytes(sw.buf, s.password)
+		if noPasswords {
+			sw.buf = appendBytes(sw.buf, nil)
+		} else {
+			sw.buf = appendBytes(sw.buf, s.password)
+		}
 		sw.buf = appendString(sw.buf, s.owner)
 		sw.endRecord()
 		return sw.err == nil
@@ -154,6 +173,18 @@ func (v *View) Digest() [32]byte {
 	h := sha256.New()
 	bw := bufio.NewWriterSize(h, 1<<16)
 	v.WriteTo(bw) // a hash never fails to write
+	bw.Flush()
+	var d [32]byte
+	h.Sum(d[:0])
+	return d
+}
+
+// DigestWithoutPasswords is the SHA-256 of WriteToWithoutPasswords' stream:
+// the digest a state restored from that stream has (its Digest).
+func (v *View) DigestWithoutPasswords() [32]byte {
+	h := sha256.New()
+	bw := bufio.NewWriterSize(h, 1<<16)
+	v.WriteToWithoutPasswords(bw) // a hash never fails to write
 	bw.Flush()
 	var d [32]byte
 	h.Sum(d[:0])
