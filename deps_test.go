@@ -125,6 +125,8 @@ var offDiagram = map[string]row{
 	"cmd/coordbench": {imports: []string{"client", "api", "zk", "vocab", "zxid"}},
 	"cmd/watchmem":   {imports: []string{"vocab", "internal/zkproc"}},
 	"deploy":         {testOnly: true}, // the docker-compose tests (Dockerfile, docker-compose.yml); no coord package
+	// the attack suite: real coord processes tried as a stranger on every port (docs/security.md)
+	"internal/attack": {testOnly: true, tests: []string{"server", "server/replica", "api", "client", "vocab"}},
 	// the runner of jepsen/'s harness (a command of the drawn jepsen/)
 	"jepsen/cmd/jepsen": {imports: []string{"jepsen"}},
 	"zk/compat":         {testOnly: true, tests: []string{"server", "vocab", "internal/netlab"}}, // compatibility tests against a real server
@@ -151,6 +153,10 @@ type edge struct{ from, to string }
 // None today: client -> fsm and zk -> fsm went when the shared vocabulary
 // moved from fsm into the leaf vocab.
 var knownDeviations = []edge{}
+
+// raftOwner is the one package whose non-test files may import
+// hashicorp/raft and its stores: the replica owns raft and the peer plane.
+const raftOwner = "server/replica"
 
 // pure packages: deterministic, no I/O, no clock, no randomness of their own.
 var pure = map[string]bool{"zxid": true, "vocab": true, "fsm": true, "session": true, "watch": true, "zk": true}
@@ -352,6 +358,9 @@ func checkImports(f *ast.File, fset *token.FileSet, rel, pkg, module string, r r
 	}
 	for _, imp := range f.Imports {
 		p, _ := strconv.Unquote(imp.Path.Value)
+		if !isTest && pkg != raftOwner && (p == "github.com/hashicorp/raft" || strings.HasPrefix(p, "github.com/hashicorp/raft-") || strings.HasPrefix(p, "github.com/hashicorp/raft/")) {
+			add(fset, imp.Pos(), rel, "raft-owner", "%s imports %s: only %s (the replica, which owns the peer plane) speaks to raft", pkg, p, raftOwner)
+		}
 		var target string
 		switch {
 		case p == module:
@@ -514,6 +523,9 @@ func TestLayeringCatchesPlanted(t *testing.T) {
 		{"fsm/more.go", "pure-import", "imports os/exec"},
 		{"fsm/more.go", "pure-import", "imports syscall"},
 		{"fsm/more.go", "pure-import", "imports github.com/hashicorp/raft"},
+		{"fsm/more.go", "raft-owner", "only server/replica"},
+		// Only the replica speaks to raft.
+		{"server/raft.go", "raft-owner", "server imports github.com/hashicorp/raft"},
 		{"fsm/more.go", "pure-import", "imports google.golang.org/grpc"},
 		{"fsm/more.go", "pure-import", "imports go.etcd.io/bbolt"},
 		// A test file may use what production code may not, but not import upward.

@@ -3,12 +3,18 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/subtle"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"coord/api"
@@ -17,19 +23,161 @@ import (
 )
 
 // adminService serves operators (coordctl) and the leader's catch-up checks.
+// Status and Members answer anyone (as ZooKeeper's srvr and its
+// world-readable /zookeeper/config do); every other method reveals data or
+// sessions or changes the cluster and first asks authorize who is calling.
 type adminService struct {
 	api.UnimplementedAdminServer
 	s *Server
+	// peer: this instance serves the peer plane, whose callers are members
+	// the listener authenticated before any protocol byte; they may call
+	// everything.
+	peer bool
+}
+
+// AdminDigestMetadata is the gRPC metadata key under which an Admin call
+// sends the superuser's "user:password" (coordctl's --user): the caller is
+// an admin identity if its digest is Config.SuperDigest.
+const AdminDigestMetadata = "coord-admin-digest"
+
+// authorize lets an Admin call named what go on if the caller is an admin
+// identity: a member on the peer plane; a caller that sends the superuser's
+// user and password (AdminDigestMetadata, checked against
+// Config.SuperDigest in constant time); or a caller whose verified client
+// certificate's x509 identity is in Config.AdminX509. Otherwise it answers
+// Unauthenticated if the caller sent no credentials, PermissionDenied if
+// what it sent proves nothing (or if this server has no admin identity
+// configured at all), saying which and how to fix it.
+func (a *adminService) authorize(ctx context.Context, what string) error {
+	if a.peer {
+		return nil
+	}
+	cfg := &a.s.cfg
+	if cfg.SuperDigest == "" && len(cfg.AdminX509) == 0 {
+		return a.refuse(ctx, what, status.Errorf(codes.PermissionDenied,
+			"admin call %s is refused: this server has no admin identity configured; start it with -super-digest user:base64-sha1 "+
+				"(then coordctl --user user:password) or -admin-x509 with the subjects of admin client certificates "+
+				"(then coordctl --cert/--key)", what))
+	}
+	var why []string
+	var given []string
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		given = md.Get(AdminDigestMetadata)
+	}
+	switch {
+	case len(given) > 1:
+		why = append(why, "more than one "+AdminDigestMetadata+" was sent")
+	case len(given) == 1:
+		user, _, _ := strings.Cut(given[0], ":")
+		switch {
+		case cfg.SuperDigest == "":
+			why = append(why, fmt.Sprintf("user %q: this server has no -super-digest", user))
+		case superDigestMatches(given[0], cfg.SuperDigest):
+			return nil
+		default:
+			why = append(why, fmt.Sprintf("user %q with that password is not this server's -super-digest user", user))
+		}
+	}
+	if id, ok := callerX509(ctx); ok {
+		if slices.Contains(cfg.AdminX509, id.ID) {
+			return nil
+		}
+		why = append(why, fmt.Sprintf("client certificate %q is not in this server's -admin-x509", id.ID))
+	}
+	if len(why) == 0 {
+		return a.refuse(ctx, what, status.Errorf(codes.Unauthenticated,
+			"admin call %s needs an admin identity: coordctl --user super:password (the -super-digest user) "+
+				"or a client certificate listed in -admin-x509", what))
+	}
+	return a.refuse(ctx, what, status.Errorf(codes.PermissionDenied, "admin call %s is refused: %s", what, strings.Join(why, "; ")))
+}
+
+// who names an authorized Admin call's caller for the audit log: "peer:"
+// for a member, the superuser's name, or "x509:" and the certificate's
+// subject.
+func (a *adminService) who(ctx context.Context) string {
+	if a.peer {
+		return "peer:"
+	}
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if given := md.Get(AdminDigestMetadata); len(given) == 1 && superDigestMatches(given[0], a.s.cfg.SuperDigest) {
+			user, _, _ := strings.Cut(given[0], ":")
+			return user
+		}
+	}
+	if id, ok := callerX509(ctx); ok {
+		return "x509:" + id.ID
+	}
+	return ""
+}
+
+// refuse logs a refused Admin call and returns err.
+func (a *adminService) refuse(ctx context.Context, what string, err error) error {
+	from := ""
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		from = p.Addr.String()
+	}
+	a.s.log.Warn("admin call refused", "call", what, "from", from, "code", status.Code(err).String())
+	return err
+}
+
+// superDigestMatches reports whether userPassword ("user:password", as a
+// digest auth packet carries it) hashes to the digest id superDigest,
+// comparing in constant time.
+func superDigestMatches(userPassword, superDigest string) bool {
+	id, err := fsm.ParseAuthDigest(userPassword)
+	if err != nil {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(id.ID), []byte(superDigest)) == 1
+}
+
+// callerX509 is the x509 identity of an Admin call's verified client
+// certificate, if it came over TLS with one.
+func callerX509(ctx context.Context) (fsm.Id, bool) {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return fsm.Id{}, false
+	}
+	info, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok {
+		return fsm.Id{}, false
+	}
+	return x509Identity(&info.State)
+}
+
+// SplitAdminX509 splits a list of certificate subjects separated by ';'
+// (-admin-x509): RFC 2253 subjects hold ',' and '+' but a ';' in one is
+// escaped ("\;"), and such a ';' does not split. Entries are trimmed;
+// empty ones are dropped.
+func SplitAdminX509(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++ // an escaped character, whatever it is
+		case ';':
+			if e := strings.TrimSpace(s[start:i]); e != "" {
+				out = append(out, e)
+			}
+			start = i + 1
+		}
+	}
+	if e := strings.TrimSpace(s[start:]); e != "" {
+		out = append(out, e)
+	}
+	return out
 }
 
 func (a *adminService) Status(ctx context.Context, _ *api.StatusRequest) (*api.StatusResponse, error) {
 	s := a.s
 	v := s.rep.View()
-	addr, leaderID := s.raft.LeaderWithID()
+	addr, leaderID := s.rep.LeaderWithID()
 	sessions := s.sess.Sessions()
 	return &api.StatusResponse{
-		Id: s.cfg.ID, Role: s.Role(), LeaderId: string(leaderID), LeaderAddr: string(addr),
-		Term: s.raft.CurrentTerm(), CommitIndex: s.raft.CommitIndex(), AppliedIndex: s.rep.Applied(),
+		Id: s.cfg.ID, Role: s.Role(), LeaderId: leaderID, LeaderAddr: addr,
+		Term: s.rep.Term(), CommitIndex: s.rep.CommitIndex(), AppliedIndex: s.rep.Applied(),
 		LastZxid: int64(v.LastZxid()), Znodes: int64(v.NodeCount()), Sessions: int64(sessions),
 		Watches: int64(s.sess.Watches().Len()), UptimeMs: time.Since(s.started).Milliseconds(), DbBytes: s.dbBytes(),
 	}, nil
@@ -46,11 +194,11 @@ func (s *Server) dbBytes() int64 {
 
 func (a *adminService) Members(ctx context.Context, _ *api.MembersRequest) (*api.MembersResponse, error) {
 	s := a.s
-	f := s.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
+	servers, err := s.rep.Configuration()
+	if err != nil {
 		return nil, err
 	}
-	_, leaderID := s.raft.LeaderWithID()
+	_, leaderID := s.rep.LeaderWithID()
 	known := map[string]Member{}
 	s.mu.Lock()
 	for id, m := range s.members {
@@ -58,19 +206,19 @@ func (a *adminService) Members(ctx context.Context, _ *api.MembersRequest) (*api
 	}
 	s.mu.Unlock()
 	resp := &api.MembersResponse{}
-	for _, srv := range f.Configuration().Servers {
-		m := known[string(srv.ID)]
+	for _, srv := range servers {
+		m := known[srv.ID]
 		role := "voter"
-		if srv.Suffrage != raft.Voter {
+		if !srv.Voter {
 			role = "observer"
 		}
 		// Without gossip, what raft lists is taken as alive; with it, gossip
 		// says (this server is alive by definition).
 		alive := true
-		if s.gossip != nil && srv.ID != raft.ServerID(s.cfg.ID) {
-			alive, _ = s.gossip.isAlive(string(srv.ID))
+		if s.gossip != nil && srv.ID != s.cfg.ID {
+			alive, _ = s.gossip.isAlive(srv.ID)
 		}
-		resp.Members = append(resp.Members, &api.Member{Id: string(srv.ID), RaftAddr: string(srv.Address),
+		resp.Members = append(resp.Members, &api.Member{Id: srv.ID, RaftAddr: srv.Addr,
 			GrpcAddr: m.GRPCAddr, ZkAddr: m.ZKAddr, Role: role, Leader: srv.ID == leaderID, Alive: alive})
 	}
 	return resp, nil
@@ -80,31 +228,35 @@ func (a *adminService) Members(ctx context.Context, _ *api.MembersRequest) (*api
 var errNotLeader = errors.New("server: not the leader; ask the leader")
 
 func (a *adminService) AddServer(ctx context.Context, req *api.AddServerRequest) (*api.AddServerResponse, error) {
+	if err := a.authorize(ctx, "AddServer"); err != nil {
+		return nil, err
+	}
 	s := a.s
-	if s.raft.State() != raft.Leader {
+	if !s.rep.IsLeader() {
 		return nil, errNotLeader
 	}
 	if req.Id == "" || req.RaftAddr == "" {
 		return nil, errors.New("server: AddServer needs an id and a raft address")
 	}
-	var f raft.IndexFuture
+	add := s.rep.AddVoter
 	if req.Observer {
-		f = s.raft.AddNonvoter(raft.ServerID(req.Id), raft.ServerAddress(req.RaftAddr), 0, s.leaderWait())
-	} else {
-		f = s.raft.AddVoter(raft.ServerID(req.Id), raft.ServerAddress(req.RaftAddr), 0, s.leaderWait())
+		add = s.rep.AddNonvoter
 	}
-	if err := f.Error(); err != nil {
+	if err := add(req.Id, req.RaftAddr, s.leaderWait()); err != nil {
 		return nil, err
 	}
 	return &api.AddServerResponse{}, nil
 }
 
 func (a *adminService) RemoveServer(ctx context.Context, req *api.RemoveServerRequest) (*api.RemoveServerResponse, error) {
+	if err := a.authorize(ctx, "RemoveServer"); err != nil {
+		return nil, err
+	}
 	s := a.s
-	if s.raft.State() != raft.Leader {
+	if !s.rep.IsLeader() {
 		return nil, errNotLeader
 	}
-	if err := s.raft.RemoveServer(raft.ServerID(req.Id), 0, s.leaderWait()).Error(); err != nil {
+	if err := s.rep.RemoveServer(req.Id, s.leaderWait()); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -114,58 +266,43 @@ func (a *adminService) RemoveServer(ctx context.Context, req *api.RemoveServerRe
 }
 
 func (a *adminService) TransferLeadership(ctx context.Context, req *api.TransferLeadershipRequest) (*api.TransferLeadershipResponse, error) {
+	if err := a.authorize(ctx, "TransferLeadership"); err != nil {
+		return nil, err
+	}
 	s := a.s
-	if s.raft.State() != raft.Leader {
+	if !s.rep.IsLeader() {
 		return nil, errNotLeader
 	}
-	var f raft.Future
-	if req.Id == "" {
-		f = s.raft.LeadershipTransfer()
-	} else {
-		var addr raft.ServerAddress
-		cf := s.raft.GetConfiguration()
-		if err := cf.Error(); err != nil {
-			return nil, err
-		}
-		for _, srv := range cf.Configuration().Servers {
-			if string(srv.ID) == req.Id {
-				addr = srv.Address
-			}
-		}
-		if addr == "" {
-			return nil, errors.New("server: no such server in the configuration")
-		}
-		f = s.raft.LeadershipTransferToServer(raft.ServerID(req.Id), addr)
-	}
-	if err := f.Error(); err != nil {
+	if err := s.rep.TransferLeadership(req.Id); err != nil {
 		return nil, err
 	}
 	deadline := time.Now().Add(s.leaderWait())
 	for time.Now().Before(deadline) {
-		if _, id := s.raft.LeaderWithID(); id != "" && string(id) != s.cfg.ID {
-			return &api.TransferLeadershipResponse{LeaderId: string(id)}, nil
+		if _, id := s.rep.LeaderWithID(); id != "" && id != s.cfg.ID {
+			return &api.TransferLeadershipResponse{LeaderId: id}, nil
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	_, id := s.raft.LeaderWithID()
-	return &api.TransferLeadershipResponse{LeaderId: string(id)}, nil
+	_, id := s.rep.LeaderWithID()
+	return &api.TransferLeadershipResponse{LeaderId: id}, nil
 }
 
 func (a *adminService) Snapshot(ctx context.Context, _ *api.SnapshotRequest) (*api.SnapshotResponse, error) {
-	f := a.s.raft.Snapshot()
-	if err := f.Error(); err != nil {
+	if err := a.authorize(ctx, "Snapshot"); err != nil {
 		return nil, err
 	}
-	meta, rc, err := f.Open()
+	index, err := a.s.rep.TakeSnapshot()
 	if err != nil {
 		return nil, err
 	}
-	rc.Close()
-	return &api.SnapshotResponse{Index: meta.Index}, nil
+	return &api.SnapshotResponse{Index: index}, nil
 }
 
 // Sessions lists the session table, marking the sessions connected here.
 func (a *adminService) Sessions(ctx context.Context, _ *api.SessionsRequest) (*api.SessionsResponse, error) {
+	if err := a.authorize(ctx, "Sessions"); err != nil {
+		return nil, err
+	}
 	here := map[int64]bool{}
 	for _, c := range a.s.sess.Conns() {
 		here[c.ID()] = true
@@ -180,10 +317,15 @@ func (a *adminService) Sessions(ctx context.Context, _ *api.SessionsRequest) (*a
 
 // KillSession closes a session through the log, as its expiry does.
 func (a *adminService) KillSession(ctx context.Context, req *api.KillSessionRequest) (*api.KillSessionResponse, error) {
+	if err := a.authorize(ctx, "KillSession"); err != nil {
+		return nil, err
+	}
 	if _, ok := a.s.rep.View().Session(req.Id); !ok {
 		return nil, status.Errorf(codes.NotFound, "no session 0x%x", req.Id)
 	}
-	res, err := a.s.rep.Propose(ctx, &fsm.Command{Type: fsm.CmdCloseSession, Session: req.Id})
+	cmd := &fsm.Command{Type: fsm.CmdCloseSession, Session: req.Id}
+	res, err := a.s.rep.Propose(ctx, cmd)
+	a.s.sess.AuditServerWrite(a.who(ctx), cmd, res.Res, err)
 	if err == nil {
 		err = res.Res.Err
 	}
@@ -198,21 +340,33 @@ func (a *adminService) KillSession(ctx context.Context, req *api.KillSessionRequ
 
 // HashKV waits until this server has applied min_index and answers the
 // digest of its state with the index it is at. The view is taken under
-// the apply lock (so it and the index agree) and hashed outside it.
+// the apply lock (so it and the index agree) and hashed outside it. The
+// digest is of the state as SaveSnapshot streams it, without the session
+// passwords (fsm.View.DigestWithoutPasswords): a saved snapshot, and a
+// server restored from it, hash to what HashKV answered at its index.
 func (a *adminService) HashKV(ctx context.Context, req *api.HashKVRequest) (*api.HashKVResponse, error) {
+	if err := a.authorize(ctx, "HashKV"); err != nil {
+		return nil, err
+	}
 	if err := a.s.rep.WaitApplied(ctx, req.MinIndex); err != nil {
 		return nil, status.Errorf(codes.DeadlineExceeded, "waiting to apply index %d: %v", req.MinIndex, err)
 	}
 	var v *fsm.View
 	var applied uint64
 	a.s.rep.Read(func(view *fsm.View) { v, applied = view, a.s.rep.Applied() })
-	d := v.Digest()
+	d := v.DigestWithoutPasswords()
 	return &api.HashKVResponse{Id: a.s.cfg.ID, AppliedIndex: applied, LastZxid: int64(v.LastZxid()), Digest: d[:]}, nil
 }
 
 // SaveSnapshot streams this server's state in the format of its raft
-// snapshots (a uvarint applied index, then the state machine's stream).
+// snapshots (a uvarint applied index, then the state machine's stream),
+// with every session's password left out: no session password leaves a
+// server. A server restored from it has the sessions, but no client can
+// re-attach to them; they expire.
 func (a *adminService) SaveSnapshot(_ *api.SaveSnapshotRequest, stream api.Admin_SaveSnapshotServer) error {
+	if err := a.authorize(stream.Context(), "SaveSnapshot"); err != nil {
+		return err
+	}
 	var v *fsm.View
 	var applied uint64
 	a.s.rep.Read(func(view *fsm.View) { v, applied = view, a.s.rep.Applied() })
@@ -220,7 +374,7 @@ func (a *adminService) SaveSnapshot(_ *api.SaveSnapshotRequest, stream api.Admin
 	if _, err := w.Write(binary.AppendUvarint(nil, applied)); err != nil {
 		return err
 	}
-	if _, err := v.WriteTo(w); err != nil {
+	if _, err := v.WriteToWithoutPasswords(w); err != nil {
 		return err
 	}
 	return w.Flush()

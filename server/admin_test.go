@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 
 	"coord/api"
 	"coord/fsm"
@@ -40,9 +42,39 @@ func saveSnapshot(t *testing.T, ctx context.Context, addr string) []byte {
 	}
 }
 
+// The admin identity of test clusters that call the protected Admin
+// methods: the superuser super:admin-test (withAdmin configures it).
+const testAdminUser, testAdminPassword = "super", "admin-test"
+
+// withAdmin makes the superuser super:admin-test an admin identity of a
+// test server.
+func withAdmin(cfg *Config) { cfg.SuperDigest = fsm.DigestID(testAdminUser, testAdminPassword) }
+
+// adminClient is an Admin client that sends the test superuser's user and
+// password on every call.
 func adminClient(t *testing.T, addr string) api.AdminClient {
 	t.Helper()
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	return adminClientAs(t, addr, insecure.NewCredentials(), testAdminUser+":"+testAdminPassword)
+}
+
+// adminClientAs is an Admin client over creds that sends userPassword as
+// the admin digest ("": none).
+func adminClientAs(t *testing.T, addr string, creds credentials.TransportCredentials, userPassword string) api.AdminClient {
+	t.Helper()
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	if userPassword != "" {
+		md := func(ctx context.Context) context.Context {
+			return metadata.AppendToOutgoingContext(ctx, AdminDigestMetadata, userPassword)
+		}
+		opts = append(opts,
+			grpc.WithUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, o ...grpc.CallOption) error {
+				return invoker(md(ctx), method, req, reply, cc, o...)
+			}),
+			grpc.WithStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, o ...grpc.CallOption) (grpc.ClientStream, error) {
+				return streamer(md(ctx), desc, cc, method, o...)
+			}))
+	}
+	cc, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,12 +83,13 @@ func adminClient(t *testing.T, addr string) api.AdminClient {
 }
 
 // The operator calls behind coordctl's sessions, endpoint hashkv and
-// snapshot save: every server lists the session table and marks its own
-// sessions; a killed session is closed through the log (its ephemeral
-// goes); every server answers the same digest at the same index; a saved
-// snapshot restores to that state.
+// snapshot save (as the superuser): every server lists the session table
+// and marks its own sessions; a killed session is closed through the log
+// (its ephemeral goes); every server answers the same digest at the same
+// index; a saved snapshot (without session passwords) restores to that
+// state (HashKV's digest is of the state without them).
 func TestAdminSessionsHashKVSnapshot(t *testing.T) {
-	c := NewTestCluster(t, 3, 0)
+	c := NewTestClusterWith(t, 3, 0, withAdmin)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	li := c.Leader()

@@ -155,7 +155,7 @@ func TestSessionExpiry(t *testing.T) {
 		}
 	}
 	li := c.Leader()
-	if _, err := (&adminService{s: c.Servers[li]}).TransferLeadership(t.Context(), &api.TransferLeadershipRequest{}); err != nil {
+	if _, err := (&adminService{s: c.Servers[li], peer: true}).TransferLeadership(t.Context(), &api.TransferLeadershipRequest{}); err != nil {
 		t.Fatalf("transfer: %v", err)
 	}
 	time.Sleep(1200 * time.Millisecond) // three timeouts under the new leader
@@ -232,7 +232,7 @@ func TestRestartFollowerCatchesUp(t *testing.T) {
 	// Down while the leader snapshots and compacts: back from a snapshot.
 	c.Servers[f].Close()
 	write(30, 300)
-	if err := c.Servers[li].raft.Snapshot().Error(); err != nil {
+	if _, err := c.Servers[li].rep.TakeSnapshot(); err != nil {
 		t.Fatalf("leader snapshot: %v", err)
 	}
 	first, _ := c.Servers[li].rep.FirstIndex()
@@ -348,7 +348,7 @@ func TestMembershipChanges(t *testing.T) {
 	mustOK(t, s.create("/via-observer", "", fsm.ModePersistent))
 	li := c.Leader()
 	victim := (li + 1) % 3
-	admin := &adminService{s: c.Servers[li]}
+	admin := &adminService{s: c.Servers[li], peer: true}
 	if _, err := admin.RemoveServer(t.Context(), &api.RemoveServerRequest{Id: c.Servers[victim].ID()}); err != nil {
 		t.Fatalf("remove: %v", err)
 	}
@@ -453,7 +453,7 @@ func TestRemovedServerStaysOut(t *testing.T) {
 	time.Sleep(5 * c.configs[0].RaftTimeout)
 	li := c.Leader()
 	victim := (li + 1) % 3
-	admin := &adminService{s: c.Servers[li]}
+	admin := &adminService{s: c.Servers[li], peer: true}
 	if _, err := admin.RemoveServer(t.Context(), &api.RemoveServerRequest{Id: c.Servers[victim].ID()}); err != nil {
 		t.Fatalf("remove: %v", err)
 	}
@@ -468,7 +468,7 @@ func TestRemovedServerStaysOut(t *testing.T) {
 	if nl == victim {
 		t.Fatal("the removed server leads")
 	}
-	admin = &adminService{s: c.Servers[nl]}
+	admin = &adminService{s: c.Servers[nl], peer: true}
 	if _, err := admin.AddServer(t.Context(), &api.AddServerRequest{Id: c.Servers[victim].ID(), RaftAddr: c.Servers[victim].RaftAddr()}); err != nil {
 		t.Fatalf("add back: %v", err)
 	}

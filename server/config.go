@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"coord/server/replica"
 	"coord/session"
 	"coord/zk"
@@ -28,19 +26,15 @@ type Peer struct {
 
 // Stores are the raft stores a server can be handed instead of its own
 // (Config.Stores): all three are required.
-type Stores struct {
-	Log       raft.LogStore
-	Stable    raft.StableStore
-	Snapshots raft.SnapshotStore
-}
+type Stores = replica.Stores
 
 // Config configures one coord server. DefaultConfig fills every field a
 // single-node server needs; cmd/coord maps flags and the config file onto it.
 type Config struct {
 	ID       string // unique server id
 	DataDir  string // raft log, stable store and snapshots live here
-	RaftAddr string // host:port for raft traffic (bind and advertise)
-	GRPCAddr string // host:port for the gRPC client, admin and internal services
+	RaftAddr string // host:port of the peer plane: raft and server-to-server gRPC (bind and advertise)
+	GRPCAddr string // host:port for the gRPC client and admin services
 	// RaftAdvertise is the raft address the other servers reach this one
 	// at when it is not RaftAddr (a proxy in between): it is this server's
 	// address in the raft configuration. "" means RaftAddr.
@@ -68,6 +62,9 @@ type Config struct {
 	// HTTPAddr is host:port for /metrics, /health, /status and /members
 	// ("" turns HTTP off).
 	HTTPAddr string
+	// Pprof serves Go's profiler under /debug/pprof/ on HTTPAddr (heap,
+	// goroutines, CPU profiles); off, those paths are 404.
+	Pprof bool
 	// GossipAddr is host:port for memberlist gossip ("" turns gossip off).
 	// GossipKey, 16, 24 or 32 bytes, encrypts gossip (memberlist's
 	// SecretKey, AES-GCM); every server needs the same key.
@@ -89,9 +86,23 @@ type Config struct {
 	// GossipJoin lists gossip addresses of members of an existing cluster;
 	// the server joins their gossip and the leader adds it to the cluster.
 	GossipJoin []string
-	// Join lists gRPC addresses of servers of an existing cluster; a server
-	// that is not in the raft configuration asks them to add it.
+	// Join lists peer (raft) addresses of servers of an existing cluster; a
+	// server that is not in the raft configuration asks them to add it.
 	Join []string
+	// Peer authentication (the peer plane: raft, server-to-server gRPC,
+	// gossip) is always on. PeerCert, PeerKey and PeerCA (PEM files, re-read
+	// when they change) make every peer connection mutual TLS under a CA of
+	// the servers' own: only a certificate PeerCA signed is a member, so no
+	// client certificate can act as a server. Without them, ClusterKey (or
+	// ClusterKeyFile, base64 of at least 16 bytes) is a secret every member
+	// holds; it authenticates and encrypts the peer connections (see
+	// replica.KeyAuth) and, unless GossipKey is set, keys gossip. With
+	// neither, a server uses the key in its data directory (ClusterKeyName),
+	// generating one on first start; a server with Peers or Join and no key
+	// of its own refuses to start.
+	PeerCert, PeerKey, PeerCA string
+	ClusterKey                []byte
+	ClusterKeyFile            string
 	// Bootstrap makes a server with no raft state start a new cluster whose
 	// voters are itself and the voter Peers. Start every initial voter with
 	// the same Peers and Bootstrap; a server with state ignores it.
@@ -129,8 +140,17 @@ type Config struct {
 	// the digest id of a user and password (as `coordctl`, ZooKeeper's
 	// DigestAuthenticationProvider or ACL helpers print it). A session that
 	// authenticates with that user and password also holds the id super:
-	// and passes every ACL check. Empty: no superuser.
+	// and passes every ACL check. Empty: no superuser. It is also an admin
+	// identity: an Admin gRPC call that sends that user:password (metadata
+	// coord-admin-digest, coordctl's --user) may use the methods that
+	// reveal data or sessions or change the cluster (admin.go).
 	SuperDigest string
+	// AdminX509 are the x509 identities (RFC 2253 subjects of verified
+	// client certificates, as the x509 ACL scheme names them, for example
+	// "CN=ops,O=example") that are admin identities on the Admin gRPC
+	// service, as SuperDigest is. With neither, those Admin methods answer
+	// only on the peer plane.
+	AdminX509 []string
 	// DisableReconfig answers ZooKeeper's reconfig with ReconfigDisabled
 	// (ZooKeeper's reconfigEnabled=false). With reconfig on (the default),
 	// it still needs WRITE on /zookeeper/config, whose ACL lets only the
@@ -241,7 +261,7 @@ func DefaultConfig() Config {
 		HTTPAddr:               "127.0.0.1:8080",
 		ZKAddr:                 "127.0.0.1:2181",
 		MaxFrameBytes:          zk.DefaultMaxFrame,
-		FourLetterWords:        []string{"*"},
+		FourLetterWords:        DefaultFourLetterWords(),
 		Tick:                   tick,
 		MinSessionTimeout:      2 * tick,
 		MaxSessionTimeout:      20 * tick,
@@ -323,6 +343,17 @@ func (c *Config) Validate() error {
 		if user, hash, ok := strings.Cut(d, ":"); !ok || user == "" || hash == "" {
 			return fmt.Errorf("server: Config.SuperDigest %q: want user:base64-sha1 (the digest id of the superuser's user:password)", d)
 		}
+	}
+	for _, dn := range c.AdminX509 {
+		if strings.TrimSpace(dn) == "" || !strings.Contains(dn, "=") {
+			return fmt.Errorf("server: Config.AdminX509 entry %q: want a certificate subject in RFC 2253 form, such as CN=ops,O=example", dn)
+		}
+	}
+	if (c.PeerCert != "" || c.PeerKey != "" || c.PeerCA != "") && (c.PeerCert == "" || c.PeerKey == "" || c.PeerCA == "") {
+		return errors.New("server: peer certificates need all three of Config.PeerCert, PeerKey and PeerCA (-peer-cert, -peer-key, -peer-ca)")
+	}
+	if n := len(c.ClusterKey); n != 0 && n < 16 {
+		return fmt.Errorf("server: Config.ClusterKey has %d bytes, want at least 16", n)
 	}
 	if (c.TLSOnly || c.TLSClientAuth || c.SecureZKAddr != "" || c.TLSCA != "") && (c.TLSCert == "" || c.TLSKey == "") {
 		return errors.New("server: the TLS settings need Config.TLSCert and Config.TLSKey (-tls-cert, -tls-key)")

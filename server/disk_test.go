@@ -116,7 +116,7 @@ func testDiskFillsUp(t *testing.T, kind string) {
 	c.Leader()
 	// The log is replayed once the restarted server commits in its new
 	// term: a barrier through the log waits for that.
-	if err := srv.raft.Barrier(10 * time.Second).Error(); err != nil {
+	if err := srv.rep.Barrier(10 * time.Second); err != nil {
 		t.Fatalf("barrier after restart: %v", err)
 	}
 	v := srv.View()

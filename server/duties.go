@@ -3,8 +3,6 @@ package server
 import (
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"coord/fsm"
 	"coord/server/replica"
 )
@@ -25,7 +23,7 @@ func (s *Server) leaderLoop() {
 			return
 		case <-tick.C:
 		}
-		leader := s.raft.State() == raft.Leader
+		leader := s.rep.IsLeader()
 		if leader && !wasLeader {
 			// A new leader gives every session a full timeout: it cannot
 			// know when the old leader last heard from them.
@@ -56,7 +54,12 @@ func (s *Server) leaderLoop() {
 			v := s.rep.View()
 			paths := append(v.ContainerCandidates(), v.ExpiredTTLs(now.UnixMilli())...)
 			for _, p := range paths {
-				s.rep.Submit(&fsm.Command{Type: fsm.CmdDeleteContainer, Op: fsm.Op{Type: fsm.CmdDeleteContainer, Path: p}}, func(replica.Result) {})
+				cmd := &fsm.Command{Type: fsm.CmdDeleteContainer, Op: fsm.Op{Type: fsm.CmdDeleteContainer, Path: p}}
+				s.rep.Submit(cmd, func(r replica.Result) {
+					if r.Err == nil && r.Res.Err == nil { // a container that gained a child stays: nothing to record
+						s.sess.AuditServerWrite("", cmd, r.Res, nil)
+					}
+				})
 			}
 		}
 		if time.Since(lastReconcile) > s.cfg.RaftTimeout {

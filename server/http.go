@@ -11,15 +11,16 @@ import (
 	"net/http/pprof"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"coord/api"
 	"coord/internal/logbridge"
+	"coord/server/replica"
 )
 
 // startHTTP serves /metrics (Prometheus), /health and the admin reads as
-// JSON (/status, /members) on Config.HTTPAddr.
+// JSON (/status, /members) on Config.HTTPAddr, and /debug/pprof/ with
+// Config.Pprof.
 func (s *Server) startHTTP() error {
 	lis, err := net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
@@ -28,8 +29,13 @@ func (s *Server) startHTTP() error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/health", s.serveHealth)
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	if s.cfg.Pprof {
+		// Only with -pprof: profiles show anyone who reaches this port the
+		// server's heap, goroutines and CPU. Without it /debug/pprof/ is
+		// 404 (no pattern matches).
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	}
 	admin := &adminService{s: s}
 	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
 		st, err := admin.Status(r.Context(), &api.StatusRequest{})
@@ -61,10 +67,10 @@ func (s *Server) HTTPAddr() string {
 // leader it has heard from and serves sessions (leaderloss.go), 503
 // otherwise.
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
-	_, leader := s.raft.LeaderWithID()
-	state := s.raft.State()
+	_, leader := s.rep.LeaderWithID()
+	state := s.rep.Role()
 	serving := s.Serving()
-	healthy := leader != "" && state != raft.Shutdown && state != raft.Candidate && serving
+	healthy := leader != "" && state != replica.Shutdown && state != replica.Candidate && serving
 	body := map[string]any{"id": s.cfg.ID, "role": s.Role(), "leader": string(leader), "healthy": healthy,
 		"serving": serving, "applied_index": s.rep.Applied()}
 	if age := s.leaderContactAge(time.Now()); age < math.MaxInt64 {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-
-	"github.com/hashicorp/raft"
 )
 
 // A server cut off from the quorum must drop its clients before the
@@ -48,11 +46,11 @@ var errLeaderLost = errors.New("server: no contact with a leader; closing the co
 // leaderContactAge is how long ago this server last heard from a leader
 // (zero on the leader; the largest duration if it never has).
 func (s *Server) leaderContactAge(now time.Time) time.Duration {
-	if s.raft.State() == raft.Leader {
+	if s.rep.IsLeader() {
 		s.ledAt.Store(now.UnixNano())
 		return 0
 	}
-	lc := s.raft.LastContact()
+	lc := s.rep.LastContact()
 	// A leader that steps down counts as contact: raft records it too, but
 	// only after it reports the new state, and meanwhile its last contact
 	// is the one from before it led.

@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"coord/api"
 	"coord/server/replica"
 )
@@ -117,7 +115,7 @@ func writeFileAtomic(path string, b []byte) error {
 func (s *Server) leaderMember(ctx context.Context) (Member, error) {
 	var lastDiscover time.Time
 	for {
-		_, id := s.raft.LeaderWithID()
+		_, id := s.rep.LeaderWithID()
 		if id != "" {
 			s.mu.Lock()
 			m, ok := s.members[string(id)]
@@ -149,13 +147,13 @@ func (s *Server) discover(ctx context.Context) {
 	s.mu.Lock()
 	var addrs []string
 	for _, m := range s.members {
-		if m.ID != s.cfg.ID && m.GRPCAddr != "" {
-			addrs = append(addrs, m.GRPCAddr)
+		if m.ID != s.cfg.ID && m.RaftAddr != "" {
+			addrs = append(addrs, m.RaftAddr)
 		}
 	}
 	s.mu.Unlock()
 	for _, addr := range addrs {
-		cc, err := s.peers.get(addr)
+		cc, err := s.rep.PeerConn(addr)
 		if err != nil {
 			continue
 		}
@@ -226,12 +224,12 @@ func (s *Server) memberList() []*api.Member {
 
 // inConfiguration reports whether raft's configuration lists this server.
 func (s *Server) inConfiguration() bool {
-	f := s.raft.GetConfiguration()
-	if f.Error() != nil {
+	servers, err := s.rep.Configuration()
+	if err != nil {
 		return false
 	}
-	for _, srv := range f.Configuration().Servers {
-		if srv.ID == raft.ServerID(s.cfg.ID) {
+	for _, srv := range servers {
+		if srv.ID == s.cfg.ID {
 			return true
 		}
 	}
@@ -243,14 +241,14 @@ func (s *Server) join() {
 	s.mu.Lock()
 	var targets []Member
 	for _, m := range s.members {
-		if m.ID != s.cfg.ID && m.GRPCAddr != "" {
+		if m.ID != s.cfg.ID && m.RaftAddr != "" {
 			targets = append(targets, m)
 		}
 	}
 	self := s.members[s.cfg.ID]
 	s.mu.Unlock()
 	for _, addr := range s.cfg.Join {
-		targets = append(targets, Member{ID: addr, GRPCAddr: addr})
+		targets = append(targets, Member{ID: addr, RaftAddr: addr})
 	}
 	role := "voter"
 	if s.cfg.Observer {
@@ -258,7 +256,7 @@ func (s *Server) join() {
 	}
 	req := &api.JoinRequest{Member: &api.Member{Id: s.cfg.ID, RaftAddr: s.RaftAddr(), GrpcAddr: self.GRPCAddr, ZkAddr: self.ZKAddr, Role: role}}
 	for _, m := range targets {
-		cc, err := s.peers.get(m.GRPCAddr)
+		cc, err := s.rep.PeerConn(m.RaftAddr)
 		if err != nil {
 			continue
 		}
@@ -283,21 +281,21 @@ func (s *Server) join() {
 // configuration may be one an operator removed, and a server that wants in
 // asks (join), again until it is in.
 func (s *Server) reconcileMembers(joiner *Member) {
-	if s.raft.State() != raft.Leader {
+	if !s.rep.IsLeader() {
 		return
 	}
-	f := s.raft.GetConfiguration()
-	if f.Error() != nil {
+	servers, err := s.rep.Configuration()
+	if err != nil {
 		return
 	}
-	inConfig := map[string]raft.ServerSuffrage{}
-	for _, srv := range f.Configuration().Servers {
-		inConfig[string(srv.ID)] = srv.Suffrage
+	inConfig := map[string]bool{} // id: voter
+	for _, srv := range servers {
+		inConfig[srv.ID] = srv.Voter
 	}
 	if joiner != nil {
 		if _, ok := inConfig[joiner.ID]; !ok {
 			s.log.Info("adding server as non-voter", "id", joiner.ID, "raft", joiner.RaftAddr)
-			if err := s.raft.AddNonvoter(raft.ServerID(joiner.ID), raft.ServerAddress(joiner.RaftAddr), 0, s.leaderWait()).Error(); err != nil {
+			if err := s.rep.AddNonvoter(joiner.ID, joiner.RaftAddr, s.leaderWait()); err != nil {
 				s.log.Warn("adding server", "id", joiner.ID, "err", err)
 			}
 			return
@@ -310,9 +308,9 @@ func (s *Server) reconcileMembers(joiner *Member) {
 	}
 	s.mu.Unlock()
 	for _, m := range members {
-		if suffrage, ok := inConfig[m.ID]; ok && suffrage == raft.Nonvoter && !m.Observer && s.caughtUp(m) {
+		if voter, ok := inConfig[m.ID]; ok && !voter && !m.Observer && s.caughtUp(m) {
 			s.log.Info("promoting caught-up server to voter", "id", m.ID)
-			if err := s.raft.AddVoter(raft.ServerID(m.ID), raft.ServerAddress(m.RaftAddr), 0, s.leaderWait()).Error(); err != nil {
+			if err := s.rep.AddVoter(m.ID, m.RaftAddr, s.leaderWait()); err != nil {
 				s.log.Warn("promoting server", "id", m.ID, "err", err)
 			}
 		}
@@ -321,7 +319,7 @@ func (s *Server) reconcileMembers(joiner *Member) {
 
 // caughtUp asks a server how far it has applied the log.
 func (s *Server) caughtUp(m Member) bool {
-	cc, err := s.peers.get(m.GRPCAddr)
+	cc, err := s.rep.PeerConn(m.RaftAddr)
 	if err != nil {
 		return false
 	}
@@ -331,5 +329,5 @@ func (s *Server) caughtUp(m Member) bool {
 	if err != nil {
 		return false
 	}
-	return st.AppliedIndex+uint64(s.cfg.SnapshotThreshold/10)+64 >= s.raft.CommitIndex()
+	return st.AppliedIndex+uint64(s.cfg.SnapshotThreshold/10)+64 >= s.rep.CommitIndex()
 }

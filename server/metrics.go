@@ -3,7 +3,6 @@ package server
 import (
 	"time"
 
-	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -122,13 +121,13 @@ func newMetrics(s *Server) *metrics {
 		}),
 		gauge("coord_watch_watches", "Watches registered on this server.", func() float64 { return float64(s.sess.Watches().Len()) }),
 		gauge("coord_raft_leader", "1 if this server is the raft leader.", func() float64 {
-			if s.raft != nil && s.raft.State() == raft.Leader {
+			if s.rep != nil && s.rep.IsLeader() {
 				return 1
 			}
 			return 0
 		}),
-		gauge("coord_raft_term", "Current raft term.", func() float64 { return float64(s.raft.CurrentTerm()) }),
-		gauge("coord_raft_commit_index", "Raft commit index as this server knows it.", func() float64 { return float64(s.raft.CommitIndex()) }),
+		gauge("coord_raft_term", "Current raft term.", func() float64 { return float64(s.rep.Term()) }),
+		gauge("coord_raft_commit_index", "Raft commit index as this server knows it.", func() float64 { return float64(s.rep.CommitIndex()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "coord_raft_fast_applied_entries_total",
 			Help: "Log entries this server applied as soon as the leader reported them committed (its Commits stream or its answer to a forwarded write), before raft did."},
 			func() float64 { return float64(s.rep.Stats().FastApplied) }),

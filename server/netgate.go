@@ -2,36 +2,24 @@ package server
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
-
-	"github.com/hashicorp/raft"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 )
 
-// netGate carries all of a server's traffic with the other servers: raft's
-// connections (its stream layer) and the server-to-server gRPC calls (the
-// dialer of its peer connections, and its Internal service). Closing it
+// netGate carries all of a server's traffic with the other servers: the
+// peer plane's listener and every connection it dials (raft's and the
+// server-to-server gRPC calls). Closing it
 // cuts this server off from the others as a network partition does, while
 // its clients still reach it: in-process tests isolate a server with it
 // (TestCluster.Isolate), over real TCP, without touching the host's network.
 // Open, it costs one atomic load per connection.
 type netGate struct {
-	peerTLS *tls.Config // TLS to the other servers (nil: plaintext)
-	source  net.Addr    // local address of connections to them (nil: any)
-	cut     atomic.Bool
-	mu      sync.Mutex
-	conns   map[*gatedConn]struct{}
+	source net.Addr // local address of connections to them (nil: any)
+	cut    atomic.Bool
+	mu     sync.Mutex
+	conns  map[*gatedConn]struct{}
 }
 
 var errIsolated = errors.New("server: cut off from the other servers (isolated)")
@@ -85,43 +73,6 @@ func (g *netGate) dial(ctx context.Context, addr string) (net.Conn, error) {
 	return g.track(c), nil
 }
 
-// peerDialOptions are the options of every gRPC client connection to
-// another server: through the gate, and quick to reconnect once a peer is
-// back (gRPC's default backoff grows to two minutes, which would keep a
-// healed partition or a restarted peer apart that long).
-func (g *netGate) peerDialOptions() []grpc.DialOption {
-	creds := insecure.NewCredentials()
-	if g.peerTLS != nil {
-		creds = credentials.NewTLS(g.peerTLS)
-	}
-	return []grpc.DialOption{
-		grpc.WithTransportCredentials(creds),
-		grpc.WithContextDialer(g.dial),
-		grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
-			MinConnectTimeout: 2 * time.Second,
-		}),
-	}
-}
-
-// unaryInterceptor and streamInterceptor refuse the Internal service (only
-// servers call it) while the gate is closed; clients' calls pass.
-func (g *netGate) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	if g.cut.Load() && isInternal(info.FullMethod) {
-		return nil, status.Error(codes.Unavailable, errIsolated.Error())
-	}
-	return h(ctx, req)
-}
-
-func (g *netGate) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	if g.cut.Load() && isInternal(info.FullMethod) {
-		return status.Error(codes.Unavailable, errIsolated.Error())
-	}
-	return h(srv, ss)
-}
-
-func isInternal(method string) bool { return strings.Contains(method, ".Internal/") }
-
 type gatedConn struct {
 	net.Conn
 	g    *netGate
@@ -137,52 +88,23 @@ func (c *gatedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// gatedStream is raft's stream layer over TCP, through the gate.
-type gatedStream struct {
+// gatedListener is the peer plane's listener through the gate: while the
+// gate is closed it drops every connection it accepts.
+type gatedListener struct {
 	net.Listener
-	advertise net.Addr
-	gate      *netGate
-	tls       *tls.Config // the server side of raft's TLS (nil: plaintext)
+	gate *netGate
 }
 
-func (s *gatedStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	c, err := s.gate.dial(ctx, string(addr))
-	if err != nil || s.gate.peerTLS == nil {
-		return c, err
-	}
-	cfg := s.gate.peerTLS.Clone()
-	cfg.ServerName, _, _ = net.SplitHostPort(string(addr))
-	tc := tls.Client(c, cfg)
-	if err := tc.HandshakeContext(ctx); err != nil {
-		c.Close()
-		return nil, err
-	}
-	return tc, nil
-}
-
-func (s *gatedStream) Accept() (net.Conn, error) {
+func (l *gatedListener) Accept() (net.Conn, error) {
 	for {
-		c, err := s.Listener.Accept()
+		c, err := l.Listener.Accept()
 		if err != nil {
 			return nil, err
 		}
-		if s.gate.cut.Load() {
+		if l.gate.cut.Load() {
 			c.Close()
 			continue
 		}
-		c = s.gate.track(c)
-		if s.tls != nil {
-			c = tls.Server(c, s.tls)
-		}
-		return c, nil
+		return l.gate.track(c), nil
 	}
-}
-
-func (s *gatedStream) Addr() net.Addr {
-	if s.advertise != nil {
-		return s.advertise
-	}
-	return s.Listener.Addr()
 }

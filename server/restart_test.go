@@ -296,7 +296,7 @@ func writeAndCompact(t *testing.T, c *TestCluster) func() {
 				t.Fatalf("create %s: %v %v", path, r, err)
 			}
 		}
-		if err := c.Servers[li].raft.Snapshot().Error(); err != nil {
+		if _, err := c.Servers[li].rep.TakeSnapshot(); err != nil {
 			t.Fatalf("leader snapshot: %v", err)
 		}
 	}

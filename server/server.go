@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
@@ -30,7 +29,6 @@ type Server struct {
 	clock session.Clock
 
 	rep  *replica.Replica // the raft member: log, proposer, forwarder, apply
-	raft *raft.Raft       // rep's, for membership and status
 	sess *sessions.Layer  // the sessions connected here and their request path
 
 	gate        *netGate     // all traffic with the other servers (netgate.go)
@@ -40,7 +38,6 @@ type Server struct {
 	clientConns *addrLimiter // client connections per address (connlimit.go)
 	grpcLis     net.Listener
 	grpc        *grpc.Server
-	peers       peerConns
 	gossip      *gossip // nil when gossip is off
 	metrics     *metrics
 	zkLis       net.Listener
@@ -99,9 +96,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 		s.tls = tf
-		s.gate.peerTLS = tf.peerConfig()
 	}
-	s.peers.opts = s.gate.peerDialOptions()
 	s.clientConns = newAddrLimiter(cfg.MaxClientConns)
 	s.metrics = newMetrics(s)
 	var audit *slog.Logger
@@ -122,19 +117,23 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.sess = sess
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("server: data dir: %w", err)
+	}
+	peerAuth, err := s.peerAuth()
+	if err != nil {
+		return nil, err
+	}
 	for _, p := range cfg.Peers {
 		s.members[p.ID] = Member{ID: p.ID, RaftAddr: p.RaftAddr, GRPCAddr: p.GRPCAddr, Observer: p.Observer}
 	}
 	s.members[cfg.ID] = Member{ID: cfg.ID, RaftAddr: cfg.raftAdvertise(), GRPCAddr: cfg.GRPCAddr, Observer: cfg.Observer}
-	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-		return nil, fmt.Errorf("server: data dir: %w", err)
-	}
 	s.loadMembers()
 
 	if err := s.startGRPC(); err != nil {
 		return nil, err
 	}
-	if err := s.startReplica(); err != nil {
+	if err := s.startReplica(peerAuth); err != nil {
 		s.grpc.Stop()
 		return nil, err
 	}
@@ -178,9 +177,9 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// startReplica opens raft's listener (through the gate) and starts the
-// replica on it.
-func (s *Server) startReplica() error {
+// startReplica opens the peer plane's listener (through the gate) and
+// starts the replica on it.
+func (s *Server) startReplica(auth replica.PeerAuth) error {
 	addr, err := net.ResolveTCPAddr("tcp", s.cfg.RaftAddr)
 	if err != nil {
 		return fmt.Errorf("server: RaftAddr: %w", err)
@@ -198,18 +197,17 @@ func (s *Server) startReplica() error {
 	if err != nil {
 		return fmt.Errorf("server: raft transport: %w", err)
 	}
-	stream := &gatedStream{Listener: lis, advertise: advertise, gate: s.gate}
-	if s.tls != nil {
-		stream.tls = s.tls.serverConfig()
+	if advertise == nil {
+		advertise = lis.Addr()
 	}
-	if a, ok := stream.Addr().(*net.TCPAddr); !ok || a.IP == nil || a.IP.IsUnspecified() {
+	if a, ok := advertise.(*net.TCPAddr); !ok || a.IP == nil || a.IP.IsUnspecified() {
 		lis.Close()
 		return fmt.Errorf("server: RaftAddr %s is not an address the other servers can reach this one at", s.cfg.RaftAddr)
 	}
-	var voters []raft.Server
+	var voters []replica.Member
 	for _, p := range s.cfg.Peers {
 		if !p.Observer {
-			voters = append(voters, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
+			voters = append(voters, replica.Member{ID: p.ID, Addr: p.RaftAddr, Voter: true})
 		}
 	}
 	rc := replica.Config{
@@ -219,7 +217,11 @@ func (s *Server) startReplica() error {
 		SnapshotThreshold: s.cfg.SnapshotThreshold, TrailingLogs: s.cfg.TrailingLogs, SnapshotInterval: s.cfg.SnapshotInterval,
 		SnapshotLogBytes: s.cfg.SnapshotLogBytes, LogStoreKind: s.cfg.LogStore,
 		EnforceQuota: s.cfg.EnforceQuota,
-		Stream:       stream, Peers: replicaPeers{s}, Watcher: s.sess, Clock: s.clock, Logger: s.log,
+		PeerListener: &gatedListener{Listener: lis, gate: s.gate}, PeerDial: s.gate.dial, PeerAuth: auth, Advertise: advertise,
+		MaxMsgBytes: s.cfg.MaxRequestBytes + 1<<20, Services: peerServices{s}, RegisterPeer: func(g *grpc.Server) {
+			api.RegisterAdminServer(g, &adminService{s: s, peer: true})
+		},
+		Watcher: s.sess, Clock: s.clock, Logger: s.log,
 		Stages: s.metrics,
 	}
 	if st := s.cfg.Stores; st != nil {
@@ -230,7 +232,7 @@ func (s *Server) startReplica() error {
 		lis.Close()
 		return err
 	}
-	s.rep, s.raft = rep, rep.Raft()
+	s.rep = rep
 	s.sess.Attach(rep)
 	return nil
 }
@@ -241,15 +243,15 @@ func (s *Server) startGRPC() error {
 		return fmt.Errorf("server: gRPC listener: %w", err)
 	}
 	s.grpcLis = lis
-	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(s.cfg.MaxRequestBytes), grpc.MaxSendMsgSize(s.cfg.MaxRequestBytes + 1<<20),
-		grpc.ChainUnaryInterceptor(s.gate.unaryInterceptor), grpc.ChainStreamInterceptor(s.gate.streamInterceptor)}
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(s.cfg.MaxRequestBytes), grpc.MaxSendMsgSize(s.cfg.MaxRequestBytes + 1<<20)}
 	if s.tls != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.tls.serverConfig())))
 	}
 	s.grpc = grpc.NewServer(opts...)
 	api.RegisterCoordServer(s.grpc, &coordService{s: s})
+	// The client plane: sessions and the admin service (which asks who is
+	// calling). The server-to-server services are on the peer plane only.
 	api.RegisterAdminServer(s.grpc, &adminService{s: s})
-	api.RegisterInternalServer(s.grpc, &internalService{s: s})
 	s.mu.Lock()
 	m := s.members[s.cfg.ID]
 	m.GRPCAddr = lis.Addr().String()
@@ -268,14 +270,14 @@ func (s *Server) GRPCAddr() string { return s.grpcLis.Addr().String() }
 func (s *Server) RaftAddr() string { return s.rep.Addr() }
 
 // IsLeader reports whether this server leads the cluster now.
-func (s *Server) IsLeader() bool { return s.raft.State() == raft.Leader }
+func (s *Server) IsLeader() bool { return s.rep.IsLeader() }
 
 // Role is "leader", "follower", "observer" or "candidate".
 func (s *Server) Role() string {
-	switch s.raft.State() {
-	case raft.Leader:
+	switch s.rep.Role() {
+	case replica.Leader:
 		return "leader"
-	case raft.Candidate:
+	case replica.Candidate:
 		return "candidate"
 	}
 	if s.cfg.Observer {
@@ -314,7 +316,6 @@ func (s *Server) Close() error {
 			s.secureZKLis.Close()
 		}
 		s.grpc.Stop()
-		s.peers.close()
 		err = s.rep.Close()
 		s.wg.Wait()
 		s.sess.Close()

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/hashicorp/raft"
 )
 
 // TB is the part of testing.TB the test helpers use: they take a
@@ -36,6 +34,10 @@ type TestCluster struct {
 	configs []Config
 }
 
+// TestClusterKey is the cluster key of every test server (TestConfig): the
+// servers of a test cluster prove membership with it. It is no secret.
+var TestClusterKey = []byte("coord test cluster key, not a secret")
+
 // TestConfig returns a configuration with fast timings for loopback tests.
 func TestConfig(tb TB, id string) Config {
 	cfg := DefaultConfig()
@@ -56,6 +58,7 @@ func TestConfig(tb TB, id string) Config {
 	// tested on its own, as ZooKeeper's test configuration turns it off.
 	cfg.MaxClientConns = 0
 	cfg.Logger = testLogger(tb, id)
+	cfg.ClusterKey = TestClusterKey
 	return cfg
 }
 
@@ -199,12 +202,12 @@ func (c *TestCluster) WaitMembers(voters, observers int) {
 		if l == nil {
 			return false
 		}
-		f := l.raft.GetConfiguration()
-		if f.Error() != nil {
+		servers, err := l.rep.Configuration()
+		if err != nil {
 			return false
 		}
-		for _, srv := range f.Configuration().Servers {
-			if srv.Suffrage == raft.Voter {
+		for _, srv := range servers {
+			if srv.Voter {
 				v++
 			} else {
 				o++

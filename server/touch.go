@@ -4,9 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/hashicorp/raft"
-	"google.golang.org/grpc"
-
 	"coord/api"
 )
 
@@ -23,15 +20,11 @@ func (s *Server) touchLoop() {
 		case <-tick.C:
 		}
 		ids := s.sess.TakeTouched()
-		if len(ids) == 0 || s.raft.State() == raft.Leader {
+		if len(ids) == 0 || s.rep.IsLeader() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Tick)
-		m, err := s.leaderMember(ctx)
-		var cc *grpc.ClientConn
-		if err == nil {
-			cc, err = s.peers.get(m.GRPCAddr)
-		}
+		cc, err := s.leaderConn(ctx)
 		if err == nil {
 			_, err = api.NewInternalClient(cc).Touch(ctx, &api.TouchRequest{Sessions: ids, ServerId: s.cfg.ID})
 		}

@@ -86,9 +86,35 @@ func (s *Server) fourLetterWord(nc net.Conn, cmd string) {
 	nc.Write([]byte(out))
 }
 
+// DefaultFourLetterWords is the whitelist of a server not told otherwise
+// (Config.FourLetterWords, coord -4lw-whitelist): as small as ZooKeeper
+// 3.8's default, which serves srvr alone, plus the one word health probes
+// send. Neither word names a client, a session, a path or the host:
+//   - srvr: ZooKeeper's default whitelist, which always holds it: tools
+//     read a server's mode and zxid from it (zkServer.sh status).
+//   - ruok: the health probe of ZooKeeper's operators (echo ruok | nc,
+//     Kubernetes liveness probes, monitoring checks); it answers "imok"
+//     and nothing else.
+//
+// coord's own health checks (coord health, the Dockerfile's and
+// docker-compose's) ask HTTP /health and need no word. Every other word
+// (cons, dump, wchc, wchp, envi, stat, mntr, conf, ...) reveals sessions,
+// client addresses, paths or the host, or resets counters (srst, crst): it
+// answers ZooKeeper's "<word> is not executed because it is not in the
+// whitelist." until it is listed, or "*" lists them all.
+func DefaultFourLetterWords() []string { return []string{"srvr", "ruok"} }
+
+// fourLetterAllowed is ZooKeeper 3.8's FourLetterCommands.isEnabled: the
+// words Config.FourLetterWords lists ("*": every word), and always srvr
+// and, with read-only mode on, isro (ZooKeeper adds both whatever its
+// whitelist says: zkServer.sh reads srvr, and a client connected to a
+// read-only server asks isro to find a read-write one).
 func (s *Server) fourLetterAllowed(cmd string) bool {
+	if cmd == "srvr" || cmd == "isro" && s.cfg.ReadOnlyMode {
+		return true
+	}
 	for _, w := range s.cfg.FourLetterWords {
-		if w == "*" || w == cmd {
+		if w = strings.TrimSpace(w); w == "*" || w == cmd {
 			return true
 		}
 	}

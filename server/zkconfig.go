@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -9,9 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"coord/fsm"
+	"coord/server/replica"
 )
 
 // /zookeeper/config shows the cluster's membership in ZooKeeper's dynamic
@@ -72,28 +72,94 @@ func (l configLine) GRPCAddr() string {
 	return net.JoinHostPort(host, l.GRPCPort)
 }
 
+// argError is a reconfig argument refused with code. ZooKeeper 3.8
+// answers its own parse errors before it checks the caller's ACL: most with
+// BadArguments, a number that is no number (a server id, a leaving id, a
+// port) or a membership without a participant given as new members with
+// MarshallingError (Java's exceptions escape its parser). coord refuses a
+// few lines more than ZooKeeper does (two servers at one raft address, a
+// port 0, a server number below 1: raft and /zookeeper/config's numbering
+// cannot hold them); those are late: answered only to a caller allowed to
+// reconfig, so a caller without WRITE on /zookeeper/config gets NoAuth where
+// ZooKeeper would too.
+type argError struct {
+	code fsm.Code
+	msg  string
+	late bool
+}
+
+func (e *argError) Error() string { return e.msg }
+
+func badArgs(format string, a ...any) error {
+	return &argError{code: fsm.BadArguments, msg: fmt.Sprintf(format, a...)}
+}
+
+func marshalling(format string, a ...any) error {
+	return &argError{code: fsm.MarshallingError, msg: fmt.Sprintf(format, a...)}
+}
+
+func lateArgs(format string, a ...any) error {
+	return &argError{code: fsm.BadArguments, msg: fmt.Sprintf(format, a...), late: true}
+}
+
+// parsePort parses a port as ZooKeeper's InetSocketAddress does: a number
+// in [0, 65535] (MarshallingError otherwise); 0 is coord's refusal (late).
+func parsePort(what, p string) (int, error) {
+	v, err := strconv.Atoi(p)
+	if err != nil || v < 0 || v > 65535 {
+		return 0, marshalling("%s: bad port %q", what, p)
+	}
+	if v == 0 {
+		return 0, lateArgs("%s: port 0", what)
+	}
+	return v, nil
+}
+
 // parseServerLine parses "server.N=host:port:port[:role][;[host:]port]",
-// ZooKeeper's QuorumServer syntax (the key may also be given apart).
+// ZooKeeper's QuorumServer syntax (the key may also be given apart). An
+// error is an *argError; a late one comes with the whole line parsed.
 func parseServerLine(s string) (configLine, error) {
 	var l configLine
+	var late error
+	// fatal returns err unless it is late, which it keeps (the first) and
+	// parsing goes on.
+	fatal := func(err error) error {
+		if ae := (*argError)(nil); errors.As(err, &ae) && ae.late {
+			if late == nil {
+				late = err
+			}
+			return nil
+		}
+		return err
+	}
 	key, value, ok := strings.Cut(strings.TrimSpace(s), "=")
+	key, value = strings.TrimSpace(key), strings.TrimSpace(value)
 	if !ok || !strings.HasPrefix(key, "server.") {
-		return l, fmt.Errorf("%q: want server.N=host:quorumPort:electionPort[:role][;[clientHost:]clientPort]", s)
+		return l, badArgs("%q: want server.N=host:quorumPort:electionPort[:role][;[clientHost:]clientPort]", s)
 	}
 	n, err := strconv.ParseInt(strings.TrimPrefix(key, "server."), 10, 64)
-	if err != nil || n < 0 {
-		return l, fmt.Errorf("%q: bad server id", key)
+	if err != nil {
+		return l, marshalling("%q: bad server id", key)
 	}
 	l.N = n
+	if n < 1 {
+		fatal(lateArgs("%q: server numbers start at 1", key))
+	}
 	addr, client, _ := strings.Cut(value, ";")
 	parts := strings.Split(addr, ":")
 	if len(parts) < 3 || len(parts) > 4 || parts[0] == "" {
-		return l, fmt.Errorf("%q: want host:quorumPort:electionPort[:role]", value)
+		return l, badArgs("%q: want host:quorumPort:electionPort[:role]", value)
 	}
-	for _, p := range parts[1:3] {
-		if v, err := strconv.Atoi(p); err != nil || v <= 0 || v > 65535 {
-			return l, fmt.Errorf("%q: bad port %q", value, p)
+	var ports [2]int
+	for i, p := range parts[1:3] {
+		v, err := parsePort(value, p)
+		if err := fatal(err); err != nil {
+			return l, err
 		}
+		ports[i] = v
+	}
+	if ports[0] != 0 && ports[0] == ports[1] {
+		return l, badArgs("%q: the quorum and election ports must differ", value)
 	}
 	l.RaftAddr, l.GRPCPort = net.JoinHostPort(parts[0], parts[1]), parts[2]
 	if len(parts) == 4 {
@@ -102,7 +168,7 @@ func parseServerLine(s string) (configLine, error) {
 		case "observer":
 			l.Observer = true
 		default:
-			return l, fmt.Errorf("%q: role %q: want participant or observer", value, parts[3])
+			return l, badArgs("%q: role %q: want participant or observer", value, parts[3])
 		}
 	}
 	if client = strings.TrimSpace(client); client != "" {
@@ -110,12 +176,15 @@ func parseServerLine(s string) (configLine, error) {
 			client = "0.0.0.0:" + client
 		}
 		host, port, err := net.SplitHostPort(client)
-		if v, perr := strconv.Atoi(port); err != nil || perr != nil || v <= 0 || v > 65535 {
-			return l, fmt.Errorf("%q: bad client address", client)
+		if err != nil {
+			return l, badArgs("%q: bad client address", client)
+		}
+		if _, err := parsePort(client, port); fatal(err) != nil {
+			return l, err
 		}
 		l.Client = net.JoinHostPort(host, port)
 	}
-	return l, nil
+	return l, late
 }
 
 // parseConfigText reads the server lines of /zookeeper/config's text
@@ -149,7 +218,7 @@ func trailingNumber(id string) int64 {
 // renderConfig is the text /zookeeper/config should hold (without its
 // version line) for raft's servers, numbered as the current text numbers
 // them. It reports whether it knew every server's client address.
-func (s *Server) renderConfig(servers []raft.Server, current string) (string, bool) {
+func (s *Server) renderConfig(servers []replica.Member, current string) (string, bool) {
 	byAddr := map[string]configLine{}
 	for _, l := range parseConfigText(current) {
 		byAddr[l.RaftAddr] = l
@@ -163,20 +232,20 @@ func (s *Server) renderConfig(servers []raft.Server, current string) (string, bo
 	lines := make([]configLine, len(servers))
 	used := map[int64]bool{}
 	for i, srv := range servers {
-		m := known[string(srv.ID)]
-		old, inText := byAddr[string(srv.Address)]
+		m := known[srv.ID]
+		old, inText := byAddr[srv.Addr]
 		_, grpcPort, _ := net.SplitHostPort(m.GRPCAddr)
 		if grpcPort == "" || grpcPort == "0" {
 			grpcPort = old.GRPCPort // a reconfig wrote what the server is
 		}
 		if grpcPort == "" {
-			_, grpcPort, _ = net.SplitHostPort(string(srv.Address))
+			_, grpcPort, _ = net.SplitHostPort(srv.Addr)
 		}
 		client := m.ZKAddr
 		if client == "" {
 			client = old.Client
 		}
-		lines[i] = configLine{RaftAddr: string(srv.Address), GRPCPort: grpcPort, Observer: srv.Suffrage != raft.Voter, Client: client}
+		lines[i] = configLine{RaftAddr: srv.Addr, GRPCPort: grpcPort, Observer: !srv.Voter, Client: client}
 		if inText && !used[old.N] {
 			lines[i].N, used[old.N] = old.N, true
 		}
@@ -185,7 +254,7 @@ func (s *Server) renderConfig(servers []raft.Server, current string) (string, bo
 		if lines[i].N != 0 {
 			continue
 		}
-		if n := trailingNumber(string(srv.ID)); n != 0 && !used[n] {
+		if n := trailingNumber(srv.ID); n != 0 && !used[n] {
 			lines[i].N, used[n] = n, true
 		}
 	}
@@ -226,14 +295,13 @@ func (s *Server) reconcileConfig() {
 		return
 	}
 	defer s.configBusy.Store(false)
-	if s.raft.State() != raft.Leader {
+	if !s.rep.IsLeader() {
 		return
 	}
-	f := s.raft.GetConfiguration()
-	if f.Error() != nil {
+	servers, err := s.rep.Configuration()
+	if err != nil {
 		return
 	}
-	servers := f.Configuration().Servers
 	current, version := s.currentConfig()
 	want, complete := s.renderConfig(servers, current)
 	if !complete && time.Since(s.lastConfigDiscover) > time.Second {

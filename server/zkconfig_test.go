@@ -3,8 +3,7 @@ package server
 import (
 	"testing"
 
-	"github.com/hashicorp/raft"
-
+	"coord/server/replica"
 	"coord/server/sessions"
 )
 
@@ -18,10 +17,10 @@ func TestRenderConfigNumbers(t *testing.T) {
 		"alpha": {ID: "alpha", GRPCAddr: "10.0.0.2:7001", ZKAddr: "10.0.0.2:2181"},
 		"s7":    {ID: "s7", GRPCAddr: "10.0.0.3:7001"},
 	}}
-	servers := []raft.Server{
-		{ID: "s7", Address: "10.0.0.3:7000", Suffrage: raft.Nonvoter},
-		{ID: "alpha", Address: "10.0.0.2:7000", Suffrage: raft.Voter},
-		{ID: "s1", Address: "10.0.0.1:7000", Suffrage: raft.Voter},
+	servers := []replica.Member{
+		{ID: "s7", Addr: "10.0.0.3:7000"},
+		{ID: "alpha", Addr: "10.0.0.2:7000", Voter: true},
+		{ID: "s1", Addr: "10.0.0.1:7000", Voter: true},
 	}
 	// s7's raft address is server.5 in the current text, with its client
 	// address.

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"coord/server"
 )
 
 // runLocal runs a cluster of real coord processes on loopback: voters that
@@ -40,6 +42,17 @@ func runLocal(args []string) int {
 		}
 		peers = append(peers, p)
 	}
+	// One cluster key for every server: each proves membership on the peer
+	// plane with it (kept in the parent directory, made on first start).
+	if err := os.MkdirAll(*dir, 0o750); err != nil {
+		fmt.Fprintln(os.Stderr, "coord local:", err)
+		return 1
+	}
+	keyFile := filepath.Join(*dir, server.ClusterKeyName)
+	if err := ensureKeyFile(keyFile); err != nil {
+		fmt.Fprintln(os.Stderr, "coord local: cluster key:", err)
+		return 1
+	}
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "coord local:", err)
@@ -58,7 +71,7 @@ func runLocal(args []string) int {
 		args := []string{"-id", fmt.Sprintf("s%d", i), "-data-dir", filepath.Join(*dir, fmt.Sprintf("s%d", i)),
 			"-raft-addr", raftAddr(i), "-grpc-addr", grpcAddr(i), "-peers", strings.Join(others, ";"),
 			"-gossip-addr", fmt.Sprintf("127.0.0.1:%d", *base+200+i), "-http-addr", fmt.Sprintf("127.0.0.1:%d", *base+300+i),
-			"-zk-addr", fmt.Sprintf("127.0.0.1:%d", 2180+i)}
+			"-zk-addr", fmt.Sprintf("127.0.0.1:%d", 2180+i), "-cluster-key-file", keyFile}
 		if i > 1 {
 			args = append(args, "-join", fmt.Sprintf("127.0.0.1:%d", *base+201), "-bootstrap="+fmt.Sprint(i <= *voters))
 		}

@@ -3,7 +3,9 @@
 // With no flags it runs a single-node cluster on loopback with its data in
 // ./coord-data: `go run ./cmd/coord`. `coord local` runs a 3-voter +
 // 1-observer cluster of real processes on loopback. `coord health` asks a
-// server's /health (for container health checks). See docs/running.md.
+// server's /health (for container health checks). `coord keygen` writes a
+// cluster key, `coord digest user:password` a -super-digest value. See
+// docs/running.md.
 package main
 
 import (
@@ -30,6 +32,12 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "health" {
 		os.Exit(runHealth(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "keygen" {
+		os.Exit(runKeygen(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "digest" {
+		os.Exit(runDigest(os.Args[2:]))
 	}
 	os.Exit(run(os.Args[1:]))
 }
@@ -73,8 +81,9 @@ func run(args []string) int {
 	peerSource := fs.String("peer-source-ip", "", `local IP of this server's connections to the other servers ("": the kernel chooses)`)
 	gossipAddr := fs.String("gossip-addr", cfg.GossipAddr, `host:port for memberlist gossip ("" turns it off)`)
 	zkAddr := fs.String("zk-addr", cfg.ZKAddr, `host:port for the ZooKeeper wire protocol ("" turns it off)`)
-	fourLW := fs.String("4lw-whitelist", "*", `four-letter words served, comma separated ("*" for all)`)
+	fourLW := fs.String("4lw-whitelist", strings.Join(cfg.FourLetterWords, ","), `four-letter words served on the ZooKeeper port, comma separated ("*" for all), as ZooKeeper's 4lw.commands.whitelist: srvr is always served, and isro with -read-only-mode; the others answer "<word> is not executed because it is not in the whitelist." (cons, dump, wchc, wchp, envi, stat, mntr, ... show sessions, client addresses, paths or the host to anyone who reaches the port)`)
 	httpAddr := fs.String("http-addr", cfg.HTTPAddr, `host:port for /metrics, /health, /status, /members ("" turns it off)`)
+	pprofOn := fs.Bool("pprof", false, "serve Go's profiler under /debug/pprof/ on -http-addr (heap, goroutines, CPU profiles, to anyone who reaches that port); without it those paths are 404")
 	observer := fs.Bool("observer", false, "run as an observer (raft non-voter)")
 	bootstrap := fs.Bool("bootstrap", true, "start a new cluster if this server has no state (voters only)")
 	peers := fs.String("peers", "", "known servers: id=raftAddr,grpcAddr[,observer];...")
@@ -91,11 +100,17 @@ func run(args []string) int {
 	tlsClientAuth := fs.Bool("tls-client-auth", false, "require clients to present a certificate signed by -tls-ca (mutual TLS)")
 	tlsOnly := fs.Bool("tls-only", false, "refuse plaintext on the ZooKeeper port (by default it serves TLS and plaintext side by side)")
 	secureZK := fs.String("secure-zk-addr", "", "an extra ZooKeeper port that serves TLS only (ZooKeeper's secureClientPort)")
+	clusterKeyFile := fs.String("cluster-key-file", "", "file with the cluster key (base64, from `coord keygen`): the secret every member proves on the peer plane (raft, server-to-server gRPC, gossip). Default: <data-dir>/"+server.ClusterKeyName+", generated on a lone server's first start")
+	peerCert := fs.String("peer-cert", "", "PEM certificate this server proves membership with on the peer plane instead of a cluster key (with -peer-key and -peer-ca; re-read when it changes)")
+	peerKey := fs.String("peer-key", "", "PEM private key of -peer-cert")
+	peerCA := fs.String("peer-ca", "", "PEM CA that signs the servers' peer certificates, and only theirs (never clients')")
 	gossipKey := fs.String("gossip-key", "", "base64 key of 16, 24 or 32 bytes that encrypts gossip (the same on every server)")
 	auditLog := fs.String("audit-log", "", "append an audit record per client write and authentication (who, what, result) to this file")
 	saslUsers := fs.String("sasl-users", "", "a JAAS file (ZooKeeper's, with user_<name>=\"<password>\" entries) whose users may log in with SASL DIGEST-MD5")
 	reconfigEnabled := fs.Bool("reconfig-enabled", true, "serve ZooKeeper's reconfig (false: ReconfigDisabled, as ZooKeeper's reconfigEnabled=false); it needs WRITE on /zookeeper/config, by default the superuser's alone")
 	superDigest := fs.String("super-digest", "", "the superuser's digest id, user:base64-sha1 (ZooKeeper's zookeeper.DigestAuthenticationProvider.superDigest); a session authenticated as it passes every ACL")
+	superDigestFile := fs.String("super-digest-file", "", "a file holding the -super-digest value (user:base64-sha1; `coord digest user:password` prints one), for deployments that keep it out of the command line")
+	adminX509 := fs.String("admin-x509", "", "client certificate subjects (RFC 2253, e.g. CN=ops,O=example; several separated by ';') that are admin identities on the Admin gRPC service, as the -super-digest user is")
 	maxClientConns := fs.Int("max-client-conns", cfg.MaxClientConns, "client connections allowed from one address (ZooKeeper's maxClientCnxns; 0: no limit)")
 	containerCheck := fs.Duration("container-check-interval", cfg.ContainerCheckInterval, "how often the leader deletes empty container nodes and expired TTL nodes (ZooKeeper's znode.container.checkIntervalMs)")
 	handshakeTimeout := fs.Duration("handshake-timeout", cfg.HandshakeTimeout, "how long a new ZooKeeper connection may take to send its connect request")
@@ -139,6 +154,7 @@ func run(args []string) int {
 	cfg.RaftAdvertise, cfg.PeerSourceIP = *raftAdvertise, *peerSource
 	cfg.GossipAddr = pick("gossip-addr", *gossipAddr, fc.GossipAddr)
 	cfg.HTTPAddr = pick("http-addr", *httpAddr, fc.HTTPAddr)
+	cfg.Pprof = *pprofOn
 	cfg.ZKAddr = pick("zk-addr", *zkAddr, fc.ZKAddr)
 	cfg.FourLetterWords = splitList(pick("4lw-whitelist", *fourLW, fc.FourLetterWords), ",")
 	cfg.Observer = *observer || (!set["observer"] && fc.Observer)
@@ -215,6 +231,15 @@ func run(args []string) int {
 	cfg.LeaderLossFraction = *leaderLoss
 	cfg.ReadOnlyMode = *readOnly
 	cfg.SuperDigest = *superDigest
+	if *superDigestFile != "" {
+		b, err := os.ReadFile(*superDigestFile)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "coord: -super-digest-file: %v\n", err)
+			return 2
+		}
+		cfg.SuperDigest = strings.TrimSpace(string(b))
+	}
+	cfg.AdminX509 = server.SplitAdminX509(*adminX509)
 	cfg.DisableReconfig = !*reconfigEnabled
 	cfg.AuditLog = *auditLog
 	if *saslUsers != "" {
@@ -226,6 +251,7 @@ func run(args []string) int {
 		cfg.SASLUsers = users
 	}
 	cfg.TLSCert, cfg.TLSKey, cfg.TLSCA = *tlsCert, *tlsKey, *tlsCA
+	cfg.ClusterKeyFile, cfg.PeerCert, cfg.PeerKey, cfg.PeerCA = *clusterKeyFile, *peerCert, *peerKey, *peerCA
 	cfg.TLSClientAuth, cfg.TLSOnly, cfg.SecureZKAddr = *tlsClientAuth, *tlsOnly, *secureZK
 	if *gossipKey != "" {
 		key, err := base64.StdEncoding.DecodeString(*gossipKey)

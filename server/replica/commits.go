@@ -80,14 +80,14 @@ func (r *Replica) followCommitsOnce() bool {
 		return false
 	}
 	lctx, lcancel := context.WithTimeout(context.Background(), r.LeaderWait())
-	id, addr, err := r.cfg.Peers.Leader(lctx)
+	id, addr, err := r.Leader(lctx)
 	lcancel()
 	if err != nil || id != string(leaderID) {
 		return false
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cc, err := r.cfg.Peers.Conn(addr)
+	cc, err := r.peers.conn(addr)
 	if err != nil {
 		return false
 	}

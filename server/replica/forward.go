@@ -89,7 +89,7 @@ func (f *forwarder) connectLocked() error {
 }
 
 func (f *forwarder) tryConnectLocked(ctx context.Context) error {
-	id, addr, err := f.r.cfg.Peers.Leader(ctx)
+	id, addr, err := f.r.Leader(ctx)
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func (f *forwarder) tryConnectLocked(ctx context.Context) error {
 		return nil
 	}
 	f.resetLocked(errors.New("server: leader changed"))
-	cc, err := grpc.NewClient(addr, f.r.cfg.Peers.DialOptions()...)
+	cc, err := grpc.NewClient(addr, f.r.peers.dialOptions()...)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"go.etcd.io/bbolt"
 	"google.golang.org/grpc"
 
+	"coord/api"
 	"coord/fsm"
 	"coord/internal/logbridge"
 	"coord/session"
@@ -32,20 +34,8 @@ type Observer interface {
 	Restored(v *fsm.View)
 }
 
-// Peers is how a replica reaches the leader's server-to-server service: the
-// server that embeds it knows the other servers' addresses.
-type Peers interface {
-	// Leader returns the current leader's id and gRPC address, waiting up
-	// to ctx for one to be known.
-	Leader(ctx context.Context) (id, grpcAddr string, err error)
-	// Conn returns a shared connection to a server's gRPC address.
-	Conn(grpcAddr string) (*grpc.ClientConn, error)
-	// DialOptions are the options of a dedicated connection to a server
-	// (the forward stream has its own).
-	DialOptions() []grpc.DialOption
-}
-
-// Config is what a replica needs. Stream, Peers and Observer are required;
+// Config is what a replica needs. The peer plane (PeerListener, PeerDial,
+// PeerAuth, Services) and Watcher are required;
 // the stores default to raft-boltdb and raft's file snapshot store under
 // DataDir.
 type Config struct {
@@ -55,7 +45,7 @@ type Config struct {
 	// Bootstrap starts a new cluster of this server and BootstrapPeers
 	// (voters) if there is no raft state yet.
 	Bootstrap      bool
-	BootstrapPeers []raft.Server
+	BootstrapPeers []Member
 
 	RaftTimeout       time.Duration
 	CommitTimeout     time.Duration
@@ -74,8 +64,22 @@ type Config struct {
 	// what it replays.
 	EnforceQuota bool
 
-	// Stream carries raft's traffic (the server gates it; tests can cut it).
-	Stream raft.StreamLayer
+	// PeerListener is the peer plane's listener (the raft port), PeerDial
+	// opens a TCP connection to another server's (the server gates both;
+	// tests cut them), and PeerAuth authenticates both ends of every
+	// connection (peerplane.go). Advertise is the address the others reach
+	// this server at (nil: PeerListener's). MaxMsgBytes bounds one peer
+	// gRPC message.
+	PeerListener net.Listener
+	PeerDial     func(ctx context.Context, addr string) (net.Conn, error)
+	PeerAuth     PeerAuth
+	Advertise    net.Addr
+	MaxMsgBytes  int
+	// Services answers the server-to-server calls the replica does not
+	// (touch, join); RegisterPeer, if set, registers more gRPC services on
+	// the peer plane (the Admin service, for members).
+	Services     PeerServices
+	RegisterPeer func(*grpc.Server)
 	// LogStoreKind names the raft log store under DataDir (LogStoreBolt,
 	// LogStoreWAL; "": the one DataDir holds, else DefaultLogStore).
 	LogStoreKind string
@@ -85,7 +89,6 @@ type Config struct {
 	StableStore raft.StableStore
 	Snapshots   raft.SnapshotStore
 
-	Peers   Peers
 	Watcher Observer
 	// Stages, if set, is told how long writes spend in each stage.
 	Stages StageObserver
@@ -108,6 +111,7 @@ type Replica struct {
 	fwd       *forwarder
 	raft      *raft.Raft
 	transport *raft.NetworkTransport
+	peers     *peerPlane    // the peer plane: raft's stream and peer gRPC
 	closer    io.Closer     // the bbolt store, when the replica opened it
 	logs      raft.LogStore // store behind the cache of recent entries
 	storeKind string        // LogStoreBolt or LogStoreWAL ("" with stores handed in)
@@ -157,8 +161,8 @@ var (
 // New opens the stores, starts raft and, if told to, bootstraps a cluster.
 // Call Start once the server can serve the Internal service.
 func New(cfg Config) (*Replica, error) {
-	if cfg.Stream == nil || cfg.Peers == nil || cfg.Watcher == nil {
-		return nil, errors.New("replica: Config needs a Stream, Peers and an Observer")
+	if cfg.Services == nil || cfg.Watcher == nil {
+		return nil, errors.New("replica: Config needs Services and an Observer")
 	}
 	if given := cfg.LogStore != nil; given != (cfg.StableStore != nil) || given != (cfg.Snapshots != nil) {
 		return nil, errors.New("replica: Config needs all three stores or none")
@@ -189,7 +193,13 @@ func New(cfg Config) (*Replica, error) {
 		r.fsm.stages = cfg.Stages
 	}
 	r.prop = newProposer(r)
+	peers, err := newPeerPlane(&cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	r.peers = peers
 	if err := r.startRaft(); err != nil {
+		peers.close()
 		return nil, err
 	}
 	r.fwd = newForwarder(r)
@@ -198,6 +208,11 @@ func New(cfg Config) (*Replica, error) {
 
 // Start runs the proposer, the commit follower and the applier.
 func (r *Replica) Start() {
+	api.RegisterInternalServer(r.peers.grpc, internalService{r: r})
+	if r.cfg.RegisterPeer != nil {
+		r.cfg.RegisterPeer(r.peers.grpc)
+	}
+	go r.peers.grpc.Serve(r.peers.grpcL)
 	r.wg.Add(5)
 	go r.watchRaft()
 	go r.runSnapshots()
@@ -257,7 +272,7 @@ func (r *Replica) startRaft() error {
 		}
 	}
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  cfg.Stream,
+		Stream:  raftStream{r.peers.raftL, r.peers},
 		MaxPool: 5, Timeout: 10 * time.Second, Logger: logbridge.HCLog(r.log, "transport"),
 	})
 	if cfg.Bootstrap {
@@ -269,8 +284,8 @@ func (r *Replica) startRaft() error {
 		}
 		servers := []raft.Server{{Suffrage: raft.Voter, ID: raft.ServerID(cfg.ID), Address: trans.LocalAddr()}}
 		for _, p := range cfg.BootstrapPeers {
-			if p.ID != raft.ServerID(cfg.ID) {
-				servers = append(servers, p)
+			if p.ID != cfg.ID {
+				servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})
 			}
 		}
 		if !has {
@@ -335,10 +350,6 @@ func boltOptions() *bbolt.Options {
 // again at 1) or another server reusing the id is never handed the result
 // of a command it did not send in this boot.
 func (r *Replica) Origin() string { return r.origin }
-
-// Raft is the raft member, for membership changes and status; commands go
-// through Submit.
-func (r *Replica) Raft() *raft.Raft { return r.raft }
 
 // Addr is the raft transport's address.
 func (r *Replica) Addr() string { return string(r.transport.LocalAddr()) }
@@ -476,6 +487,7 @@ func (r *Replica) Close() error {
 		r.signalChange()
 		r.fwd.close()
 		err = r.shutdownRaft()
+		r.peers.close()
 		r.fsm.failAll(ErrClosed)
 		r.wg.Wait()
 		if cerr := r.transport.Close(); err == nil {

@@ -14,11 +14,11 @@ func (r *Replica) SyncIndex(ctx context.Context) (uint64, error) {
 	if r.raft.State() == raft.Leader {
 		return r.ReadIndex()
 	}
-	_, addr, err := r.cfg.Peers.Leader(ctx)
+	_, addr, err := r.Leader(ctx)
 	if err != nil {
 		return 0, err
 	}
-	cc, err := r.cfg.Peers.Conn(addr)
+	cc, err := r.peers.conn(addr)
 	if err != nil {
 		return 0, err
 	}

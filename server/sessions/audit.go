@@ -127,6 +127,39 @@ func (c *Conn) auditWrite(cmd *fsm.Command, res fsm.Result, err error) {
 	if a == nil {
 		return
 	}
+	ids := c.identities()
+	if attrs, ok := writeAttrs(cmd, res, err); ok {
+		a.add(append([]slog.Attr{slog.String("session", sessionHex(c.id)), slog.String("user", auditUsers(ids)),
+			slog.String("ip", c.ip(ids))}, attrs...)...)
+	}
+}
+
+// AuditServerWrite records a write this server proposed itself, not for a
+// client session of its own: a session's expiry, a container's clean-up,
+// the membership in /zookeeper/config (user "coord:<server id>"), or an
+// operator's admin call (user: the admin identity). With the client writes
+// each server records for its sessions, every committed write is in the
+// audit log of the server it entered by, once.
+func (l *Layer) AuditServerWrite(user string, cmd *fsm.Command, res fsm.Result, err error) {
+	a := l.audit
+	if a == nil {
+		return
+	}
+	if user == "" {
+		user = "coord:" + l.cfg.ServerID
+	}
+	session := ""
+	if cmd.Type == fsm.CmdCloseSession {
+		session = sessionHex(cmd.Session)
+	}
+	if attrs, ok := writeAttrs(cmd, res, err); ok {
+		a.add(append([]slog.Attr{slog.String("session", session), slog.String("user", user), slog.String("ip", "")}, attrs...)...)
+	}
+}
+
+// writeAttrs is the operation, znode and result of a write's audit record
+// (false for a command that is not audited).
+func writeAttrs(cmd *fsm.Command, res fsm.Result, err error) ([]slog.Attr, bool) {
 	op, znode := "", cmd.Op.Path
 	var extra []slog.Attr
 	switch cmd.Type {
@@ -152,12 +185,15 @@ func (c *Conn) auditWrite(cmd *fsm.Command, res fsm.Result, err error) {
 		znode = strings.Join(paths, ",")
 	case fsm.CmdCloseSession:
 		op = "closeSession"
+	case fsm.CmdDeleteContainer:
+		op = "delete"
+		extra = append(extra, slog.String("reason", "container or TTL clean-up"))
+	case fsm.CmdSetConfig:
+		op = "reconfig"
 	default:
-		return
+		return nil, false
 	}
-	ids := c.identities()
-	attrs := append([]slog.Attr{slog.String("session", sessionHex(c.id)), slog.String("user", auditUsers(ids)),
-		slog.String("ip", c.ip(ids)), slog.String("operation", op), slog.String("znode", znode)}, extra...)
+	attrs := append([]slog.Attr{slog.String("operation", op), slog.String("znode", znode)}, extra...)
 	switch {
 	case err != nil:
 		attrs = append(attrs, slog.String("result", "connectionloss"))
@@ -166,7 +202,7 @@ func (c *Conn) auditWrite(cmd *fsm.Command, res fsm.Result, err error) {
 	default:
 		attrs = append(attrs, slog.String("result", "success"))
 	}
-	a.add(attrs...)
+	return attrs, true
 }
 
 // auditAuth records an authentication attempt.

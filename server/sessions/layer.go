@@ -207,7 +207,8 @@ func (l *Layer) Expire(now time.Time) {
 			l.tracker.Remove(id)
 			continue
 		}
-		l.rep.Submit(&fsm.Command{Type: fsm.CmdCloseSession, Session: id}, func(replica.Result) {})
+		cmd := &fsm.Command{Type: fsm.CmdCloseSession, Session: id}
+		l.rep.Submit(cmd, func(r replica.Result) { l.AuditServerWrite("", cmd, r.Res, r.Err) })
 	}
 }
 

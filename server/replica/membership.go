@@ -1,0 +1,135 @@
+package replica
+
+import (
+	"errors"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// The replica is the one package that speaks to hashicorp/raft: the server
+// asks it for its role, the configuration and membership changes in these
+// terms.
+
+// Role is this server's state in raft.
+type Role int
+
+// The raft roles.
+const (
+	Follower Role = iota
+	Candidate
+	Leader
+	Shutdown
+)
+
+// Role is this server's raft role now.
+func (r *Replica) Role() Role {
+	switch r.raft.State() {
+	case raft.Leader:
+		return Leader
+	case raft.Candidate:
+		return Candidate
+	case raft.Shutdown:
+		return Shutdown
+	}
+	return Follower
+}
+
+// Member is a server in raft's configuration.
+type Member struct {
+	ID    string
+	Addr  string // its raft (peer plane) address
+	Voter bool   // false: a non-voter (an observer, or a voter catching up)
+}
+
+// Configuration is the latest raft configuration this server knows.
+func (r *Replica) Configuration() ([]Member, error) {
+	f := r.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, err
+	}
+	var out []Member
+	for _, s := range f.Configuration().Servers {
+		out = append(out, Member{ID: string(s.ID), Addr: string(s.Address), Voter: s.Suffrage == raft.Voter})
+	}
+	return out, nil
+}
+
+// LeaderWithID is the leader's raft address and id as this server knows
+// them ("" for none).
+func (r *Replica) LeaderWithID() (addr, id string) {
+	a, i := r.raft.LeaderWithID()
+	return string(a), string(i)
+}
+
+// Term is the current raft term.
+func (r *Replica) Term() uint64 { return r.raft.CurrentTerm() }
+
+// CommitIndex is the raft commit index as this server knows it.
+func (r *Replica) CommitIndex() uint64 { return r.raft.CommitIndex() }
+
+// LastContact is when this server last heard from a leader.
+func (r *Replica) LastContact() time.Time { return r.raft.LastContact() }
+
+// ErrNotLeader: a membership change asked of a server that does not lead.
+var ErrNotLeader = raft.ErrNotLeader
+
+// AddVoter adds a server as a voter (or promotes a non-voter), on the
+// leader.
+func (r *Replica) AddVoter(id, addr string, timeout time.Duration) error {
+	return r.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, timeout).Error()
+}
+
+// AddNonvoter adds a server as a non-voter, on the leader.
+func (r *Replica) AddNonvoter(id, addr string, timeout time.Duration) error {
+	return r.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, timeout).Error()
+}
+
+// RemoveServer removes a server from the configuration, on the leader.
+func (r *Replica) RemoveServer(id string, timeout time.Duration) error {
+	return r.raft.RemoveServer(raft.ServerID(id), 0, timeout).Error()
+}
+
+// TransferLeadership hands leadership to the voter id (any suitable voter
+// if id is ""), on the leader.
+func (r *Replica) TransferLeadership(id string) error {
+	if id == "" {
+		return r.raft.LeadershipTransfer().Error()
+	}
+	cfg, err := r.Configuration()
+	if err != nil {
+		return err
+	}
+	for _, m := range cfg {
+		if m.ID == id {
+			return r.raft.LeadershipTransferToServer(raft.ServerID(id), raft.ServerAddress(m.Addr)).Error()
+		}
+	}
+	return errors.New("server: no such server in the configuration")
+}
+
+// TakeSnapshot asks raft for a snapshot now and returns its last index.
+func (r *Replica) TakeSnapshot() (uint64, error) {
+	f := r.raft.Snapshot()
+	if err := f.Error(); err != nil {
+		return 0, err
+	}
+	meta, rc, err := f.Open()
+	if err != nil {
+		return 0, err
+	}
+	rc.Close()
+	return meta.Index, nil
+}
+
+// Barrier waits until every entry before it has been applied here (on the
+// leader).
+func (r *Replica) Barrier(timeout time.Duration) error { return r.raft.Barrier(timeout).Error() }
+
+// Stores are raft stores handed to a replica instead of its own under
+// DataDir (all three or none): tests use raft's in-memory stores.
+type Stores struct {
+	Log       raft.LogStore
+	Stable    raft.StableStore
+	Snapshots raft.SnapshotStore
+}
