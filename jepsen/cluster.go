@@ -2,9 +2,13 @@ package jepsen
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha1"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -46,6 +50,10 @@ type ClusterConfig struct {
 type Cluster struct {
 	cfg   ClusterConfig
 	nodes []*node
+	// keyFile is the cluster key every server proves membership with on
+	// the peer plane (-cluster-key-file): the cluster's servers, the ones
+	// a nemesis adds and every restart all get it.
+	keyFile string
 
 	hookMu  sync.Mutex
 	up      bool        // StartCluster is done: later starts are restarts
@@ -109,7 +117,13 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if cfg.Lab != nil && cfg.Lab.Size() < n {
 		return nil, fmt.Errorf("jepsen: lab has %d namespaces for %d servers", cfg.Lab.Size(), n)
 	}
-	c := &Cluster{cfg: cfg}
+	c := &Cluster{cfg: cfg, keyFile: filepath.Join(cfg.Dir, "cluster.key")}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := writeClusterKey(c.keyFile); err != nil {
+		return nil, err
+	}
 	var ports []int
 	if cfg.Lab == nil {
 		var err error
@@ -154,7 +168,8 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		nd.args = []string{"-id", nd.id, "-data-dir", filepath.Join(nd.dir, "data"),
 			"-raft-addr", raftAddr, "-grpc-addr", nd.grpc, "-zk-addr", nd.zk, "-http-addr", nd.http,
 			"-gossip-addr", "", "-tick", "200ms", "-min-session-timeout", "400ms", "-max-session-timeout", "20s",
-			"-raft-timeout", "300ms", "-peers", strings.Join(peers, ";")}
+			"-raft-timeout", "300ms", "-peers", strings.Join(peers, ";"), "-cluster-key-file", c.keyFile,
+			"-super-digest", adminDigest()}
 		if i >= cfg.Voters {
 			nd.args = append(nd.args, "-observer")
 		} else {
@@ -182,6 +197,49 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	c.up = true
 	c.hookMu.Unlock()
 	return c, nil
+}
+
+// The runner's admin identity: the membership nemesis's Admin calls
+// (add, remove, move leader) send it, and every server has it as its
+// -super-digest. Not a secret: the servers listen on loopback or in the
+// lab's namespaces.
+const (
+	adminUserPassword = "jepsen:jepsen-admin"
+	// adminDigestMetadata is the gRPC metadata key an Admin call sends
+	// user:password under (server.AdminDigestMetadata; jepsen does not
+	// import coord/server).
+	adminDigestMetadata = "coord-admin-digest"
+)
+
+// adminDigest is adminUserPassword's digest id (ZooKeeper's
+// user:base64(sha1(user:password))), the servers' -super-digest.
+func adminDigest() string {
+	user, _, _ := strings.Cut(adminUserPassword, ":")
+	sum := sha1.Sum([]byte(adminUserPassword))
+	return user + ":" + base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// writeClusterKey writes a new cluster key to path as `coord keygen -o`
+// does (base64 of 32 random bytes, mode 0600), or keeps the one there (a
+// cluster started again on the same directory, whose data its servers
+// keep too).
+func writeClusterKey(path string) error {
+	var key [32]byte
+	if _, err := rand.Read(key[:]); err != nil {
+		return fmt.Errorf("jepsen: cluster key: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("jepsen: cluster key: %w", err)
+	}
+	if _, err := f.WriteString(base64.StdEncoding.EncodeToString(key[:]) + "\n"); err != nil {
+		f.Close()
+		return fmt.Errorf("jepsen: cluster key: %w", err)
+	}
+	return f.Close()
 }
 
 // Size is the number of servers.

@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 
 	"coord/api"
 )
@@ -204,6 +205,8 @@ func (c *Cluster) admin(ctx context.Context, f func(context.Context, api.AdminCl
 			return err
 		}
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		// Adding, removing and moving the leader need an admin identity.
+		cctx = metadata.AppendToOutgoingContext(cctx, adminDigestMetadata, adminUserPassword)
 		last = f(cctx, api.NewAdminClient(cc))
 		cancel()
 		cc.Close()
@@ -290,7 +293,8 @@ func (c *Cluster) newExtraNode(seq int) (*node, error) {
 	nd.args = []string{"-id", nd.id, "-data-dir", filepath.Join(nd.dir, "data"),
 		"-raft-addr", nd.raft, "-grpc-addr", nd.grpc, "-zk-addr", nd.zk, "-http-addr", nd.http,
 		"-gossip-addr", "", "-tick", "200ms", "-min-session-timeout", "400ms", "-max-session-timeout", "20s",
-		"-raft-timeout", "300ms", "-peers", strings.Join(peers, ";"), "-observer", "-bootstrap=false"}
+		"-raft-timeout", "300ms", "-peers", strings.Join(peers, ";"), "-observer", "-bootstrap=false",
+		"-cluster-key-file", c.keyFile, "-super-digest", adminDigest()}
 	nd.args = append(nd.args, c.cfg.Args...)
 	if err := os.MkdirAll(nd.dir, 0o755); err != nil {
 		return nil, err

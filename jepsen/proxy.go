@@ -29,6 +29,10 @@ import (
 // connection it accepts and applies the rules of the directed links i→j
 // (the bytes i sends) and j→i (the bytes j answers). The runner's clients
 // dial the servers directly and are never cut, as on the Lab's bridge.
+// All server-to-server traffic (raft, and the forwards, touches, read
+// index and admin calls between servers) is the peer plane on the raft
+// port, mutual TLS under the cluster key: the raft proxy carries it as
+// opaque bytes and needs no key.
 //
 // What the rules mean on TCP, which has no packets to drop:
 //   - cut i→j: the bytes i sends to j are read and thrown away, on new

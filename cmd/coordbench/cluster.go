@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -26,7 +28,8 @@ import (
 // cluster is a loopback cluster of real coord processes, started as
 // `coord local` starts its voters: ids s1..sN, every server told of the
 // others with -peers, all bootstrapping together (s2..sN also -join s1's
-// gossip), each with a fresh data directory. Server i listens for raft on
+// gossip), each with a fresh data directory and all with one cluster key
+// (-cluster-key-file, if the binary has it). Server i listens for raft on
 // base+i, gRPC on base+100+i, gossip on base+200+i, HTTP on base+300+i and,
 // if the binary has -zk-addr, ZooKeeper's protocol on base+400+i.
 // Every process is killed when the cluster stops, and coordbench stops it on
@@ -37,6 +40,8 @@ type cluster struct {
 	logLevel string   // the servers' -log-level
 	extra    []string // more flags for every server
 	zkFlag   bool     // the binary takes -zk-addr (the ZooKeeper wire protocol port)
+	pprof    bool     // the binary serves /debug/pprof/ only with -pprof (liveHeap reads it)
+	keyFile  string   // the cluster key every server proves membership with (-cluster-key-file; "": the binary has no such flag)
 	base     int
 	procs    []*proc
 	admin    []api.AdminClient
@@ -61,13 +66,33 @@ func (c *cluster) gossipAddr(i int) string { return fmt.Sprintf("127.0.0.1:%d", 
 func (c *cluster) httpAddr(i int) string   { return fmt.Sprintf("127.0.0.1:%d", c.base+300+i) }
 func (c *cluster) zkAddr(i int) string     { return fmt.Sprintf("127.0.0.1:%d", c.base+400+i) }
 
-// binaryHasFlag reports whether `bin -h` lists -name, so coordbench gives
-// every server its own port for listeners that newer binaries have.
+// binaryHasFlag reports whether `bin -h` lists -name, so coordbench passes
+// flags that newer binaries have (a port for a listener, -pprof) only to
+// binaries that take them.
 func binaryHasFlag(ctx context.Context, bin, name string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	out, _ := exec.CommandContext(ctx, bin, "-h").CombinedOutput() // exits 0 or 2 after the usage
-	return strings.Contains(string(out), "-"+name+" ")
+	// "  -name type\n" for a flag with a value, "  -name\n" for a bool.
+	return strings.Contains(string(out), "-"+name+" ") || strings.Contains(string(out), "-"+name+"\n")
+}
+
+// writeClusterKey writes a new cluster key file to path, as `coord keygen
+// -o` does: base64 of 32 random bytes, mode 0600, never over a file.
+func writeClusterKey(path string) error {
+	var key [32]byte
+	if _, err := rand.Read(key[:]); err != nil {
+		return fmt.Errorf("cluster key: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("cluster key: %w", err)
+	}
+	if _, err := f.WriteString(base64.StdEncoding.EncodeToString(key[:]) + "\n"); err != nil {
+		f.Close()
+		return fmt.Errorf("cluster key: %w", err)
+	}
+	return f.Close()
 }
 
 // zkAddrs lists every server's ZooKeeper-protocol address, s1 first (nil
@@ -109,6 +134,14 @@ func buildCoord(ctx context.Context, dir string) (string, error) {
 func startCluster(ctx context.Context, bin, dir, logLevel string, extra []string, n, base int, log io.Writer) (*cluster, error) {
 	c := &cluster{bin: bin, dir: dir, logLevel: logLevel, extra: extra, base: base, procs: make([]*proc, n), log: log}
 	c.zkFlag = binaryHasFlag(ctx, bin, "zk-addr")
+	c.pprof = binaryHasFlag(ctx, bin, "pprof")
+	if binaryHasFlag(ctx, bin, "cluster-key-file") {
+		// One key for all: a server with -peers and no key refuses to start.
+		c.keyFile = filepath.Join(dir, "cluster.key")
+		if err := writeClusterKey(c.keyFile); err != nil {
+			return nil, err
+		}
+	}
 	for i := 1; i <= n; i++ {
 		addrs := []string{c.raftAddr(i), c.grpcAddr(i), c.gossipAddr(i), c.httpAddr(i)}
 		if c.zkFlag {
@@ -185,6 +218,12 @@ func (c *cluster) args(i int) []string {
 		"-gossip-addr", c.gossipAddr(i), "-http-addr", c.httpAddr(i), "-bootstrap=true", "-log-level", c.logLevel}
 	if c.zkFlag {
 		args = append(args, "-zk-addr", c.zkAddr(i))
+	}
+	if c.pprof {
+		args = append(args, "-pprof")
+	}
+	if c.keyFile != "" {
+		args = append(args, "-cluster-key-file", c.keyFile)
 	}
 	if i > 1 {
 		args = append(args, "-join", c.gossipAddr(1))

@@ -500,23 +500,29 @@ and print the answers. With -o json, mntr's answer is an object of its keys.`,
 				Output string            `json:"output,omitempty"`
 				Values map[string]string `json:"values,omitempty"`
 				Error  string            `json:"error,omitempty"`
+				text   string            // what the server said, for text output
 			}
 			var out []answer
 			failed := 0
 			for _, addr := range g.zkServers {
 				text, err := fourLetter(ctx, addr, word, g.dialTimeout)
-				a := answer{Server: addr, Output: text}
+				a := answer{Server: addr, Output: text, text: text}
 				if err != nil {
 					a.Error = oneLine(err.Error())
 					failed++
 				} else if word == "mntr" {
-					a.Values = map[string]string{}
+					// As JSON, mntr's keys as an object; an answer with no
+					// keys (a server whose whitelist leaves mntr out) stays
+					// the server's text.
+					values := map[string]string{}
 					for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
 						if k, v, ok := strings.Cut(line, "\t"); ok {
-							a.Values[k] = v
+							values[k] = v
 						}
 					}
-					a.Output = ""
+					if len(values) > 0 {
+						a.Values, a.Output = values, ""
+					}
 				}
 				out = append(out, a)
 			}
@@ -532,8 +538,8 @@ and print the answers. With -o json, mntr's answer is an object of its keys.`,
 						fmt.Fprintf(w, "error: %s\n", a.Error)
 						continue
 					}
-					io.WriteString(w, a.Output)
-					if a.Output != "" && !strings.HasSuffix(a.Output, "\n") {
+					io.WriteString(w, a.text)
+					if a.text != "" && !strings.HasSuffix(a.text, "\n") {
 						fmt.Fprintln(w)
 					}
 				}

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"coord/server"
 )
 
 // The tests run the real binaries: coordctl against coord server processes
@@ -63,7 +65,8 @@ type proc struct {
 
 // procCluster is a set of coord processes.
 type procCluster struct {
-	nodes []*proc
+	nodes   []*proc
+	keyFile string // the cluster key every server proves membership with (-cluster-key-file)
 }
 
 func freePorts(t testing.TB, n int) []int {
@@ -91,7 +94,19 @@ func newProcs(t testing.TB, dir string, voters, spares int) *procCluster {
 	t.Helper()
 	n := voters + spares
 	ports := freePorts(t, 4*n)
-	c := &procCluster{}
+	// One cluster key for all (a server with -peers and no key refuses to
+	// start; a spare with a key of its own could not talk to the voters).
+	c := &procCluster{keyFile: filepath.Join(dir, "cluster.key")}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	key, err := server.GenerateClusterKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.keyFile, key, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var peers []string
 	for i := range n {
 		a := func(k int) string { return fmt.Sprintf("127.0.0.1:%d", ports[4*i+k]) }
@@ -106,7 +121,8 @@ func newProcs(t testing.TB, dir string, voters, spares int) *procCluster {
 	}
 	for i, p := range c.nodes {
 		p.args = []string{"-id", p.id, "-data-dir", filepath.Join(p.dir, "data"), "-raft-addr", p.raft, "-grpc-addr", p.grpc,
-			"-zk-addr", p.zk, "-http-addr", p.http, "-gossip-addr", "", "-tick", "100ms", "-raft-timeout", "300ms"}
+			"-zk-addr", p.zk, "-http-addr", p.http, "-gossip-addr", "", "-tick", "100ms", "-raft-timeout", "300ms",
+			"-cluster-key-file", c.keyFile, "-super-digest", ctlAdminDigest}
 		if i < voters {
 			p.args = append(p.args, "-peers", strings.Join(peers, ";"), "-bootstrap")
 		} else {
@@ -227,6 +243,11 @@ func shared(t testing.TB) *procCluster {
 	t.Helper()
 	if bins.sharedCluster == nil {
 		c := newProcs(t, filepath.Join(bins.dir, "shared"), 3, 0)
+		for _, p := range c.nodes {
+			// TestClusterReads reads mntr, which a default server does
+			// not serve (srvr and ruok only): one flag away.
+			p.args = append(p.args, "-4lw-whitelist", "srvr,ruok,mntr")
+		}
 		bins.sharedCluster = c
 		for _, p := range c.nodes {
 			if err := p.start(); err != nil {

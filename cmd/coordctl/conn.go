@@ -8,8 +8,11 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"coord/api"
 	"coord/client"
@@ -85,7 +88,8 @@ func (g *globals) dialAdmin(addr string) (*admin, error) {
 	if g.tlsConf != nil {
 		creds = credentials.NewTLS(g.tlsConf)
 	}
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
+		grpc.WithUnaryInterceptor(g.adminUnary), grpc.WithStreamInterceptor(g.adminStream))
 	if err != nil {
 		return nil, usageError{fmt.Errorf("server address %q: %v", addr, err)}
 	}
@@ -93,6 +97,106 @@ func (g *globals) dialAdmin(addr string) (*admin, error) {
 }
 
 func (a *admin) Close() { a.cc.Close() }
+
+// adminDigestMetadata is the metadata key of the superuser's user:password
+// on Admin calls (server.AdminDigestMetadata).
+const adminDigestMetadata = "coord-admin-digest"
+
+// adminUnary and adminStream send --user as the admin digest on every
+// Admin call and turn the server's refusals into errors that say which
+// credential is missing or wrong.
+func (g *globals) adminUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	ctx, err := g.adminContext(ctx)
+	if err != nil {
+		return err
+	}
+	return g.authHint(invoker(ctx, method, req, reply, cc, opts...))
+}
+
+func (g *globals) adminStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	ctx, err := g.adminContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := streamer(ctx, desc, cc, method, opts...)
+	if err != nil {
+		return nil, g.authHint(err)
+	}
+	return hintStream{ClientStream: cs, g: g}, nil
+}
+
+// hintStream explains refusals that arrive with a stream's first message.
+type hintStream struct {
+	grpc.ClientStream
+	g *globals
+}
+
+func (s hintStream) RecvMsg(m any) error { return s.g.authHint(s.ClientStream.RecvMsg(m)) }
+
+func (g *globals) adminContext(ctx context.Context) (context.Context, error) {
+	if g.user == "" {
+		return ctx, nil
+	}
+	for _, r := range g.user {
+		if r < ' ' || r > '~' {
+			return ctx, usageError{errors.New("--user: an admin call sends user:password as gRPC metadata, which takes printable ASCII only")}
+		}
+	}
+	return metadata.AppendToOutgoingContext(ctx, adminDigestMetadata, g.user), nil
+}
+
+// authHint rewrites an Admin refusal (Unauthenticated: no admin identity
+// was sent; PermissionDenied: what was sent is not one) into a message
+// that names the credential to pass or the one that was wrong, keeping the
+// code for exitCode.
+func (g *globals) authHint(err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	msg := st.Message()
+	switch st.Code() {
+	case codes.Unauthenticated:
+		sent := g.sentIdentity()
+		if sent == "" {
+			return status.Error(st.Code(), "the server wants an admin identity: pass --user super:<password> (its -super-digest) "+
+				"or --cert/--key with a certificate in its -admin-x509")
+		}
+		return status.Errorf(st.Code(), "the server wants an admin identity and did not take %s: %s", sent, msg)
+	case codes.PermissionDenied:
+		if _, why, ok := strings.Cut(msg, " is refused: "); ok {
+			msg = why
+		}
+		if strings.Contains(msg, "no admin identity configured") {
+			return status.Error(st.Code(), msg)
+		}
+		var fix []string
+		if g.user != "" && strings.Contains(msg, "-super-digest") {
+			fix = append(fix, "check --user (the -super-digest user and its password)")
+		}
+		if g.tls.cert != "" && strings.Contains(msg, "-admin-x509") {
+			fix = append(fix, "use --cert/--key of a certificate listed in the server's -admin-x509")
+		}
+		if len(fix) > 0 {
+			msg += ": " + strings.Join(fix, ", or ")
+		}
+		return status.Errorf(st.Code(), "the server refused the admin identity (%s): %s", g.sentIdentity(), msg)
+	}
+	return err
+}
+
+// sentIdentity says which admin credentials this coordctl sends.
+func (g *globals) sentIdentity() string {
+	var sent []string
+	if g.user != "" {
+		user, _, _ := strings.Cut(g.user, ":")
+		sent = append(sent, "--user "+user)
+	}
+	if g.tls.cert != "" {
+		sent = append(sent, "--cert "+g.tls.cert)
+	}
+	return strings.Join(sent, ", ")
+}
 
 // status asks one server for its status within the dial timeout.
 func (g *globals) statusOf(ctx context.Context, addr string) (*api.StatusResponse, error) {

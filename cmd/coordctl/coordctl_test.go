@@ -317,7 +317,7 @@ func TestClusterReads(t *testing.T) {
 		t.Fatalf("endpoint health with a dead endpoint: %+v", r)
 	}
 	var snap []struct{ Index uint64 }
-	jsonOut(t, s, &snap, "snapshot", "take")
+	jsonOut(t, s, &snap, "--user", ctlAdminUser, "snapshot", "take")
 	if len(snap) != 1 || snap[0].Index == 0 {
 		t.Fatalf("snapshot take: %+v", snap)
 	}
@@ -331,6 +331,10 @@ func TestClusterReads(t *testing.T) {
 	jsonOut(t, s, &mntr, "--zk-servers", c.zkAddrs(), "4lw", "mntr")
 	if len(mntr) != 3 || mntr[0].Values["zk_server_state"] == "" {
 		t.Fatalf("4lw mntr: %+v", mntr)
+	}
+	// A word the whitelist lacks: the server's refusal, as ZooKeeper's.
+	if out := ctl(t, s, "", "--zk-servers", c.nodes[0].zk, "4lw", "cons"); out.stdout != "cons is not executed because it is not in the whitelist.\n" {
+		t.Fatalf("4lw cons: %+v", out)
 	}
 }
 
@@ -398,7 +402,7 @@ func TestMembership(t *testing.T) {
 	if ms := members(); len(ms) != 3 {
 		t.Fatalf("members before: %+v", ms)
 	}
-	if out := mustRun(t, servers, "add-observer", "s4", s4.raft); out != "added s4 ("+s4.raft+") as observer\n" {
+	if out := mustRun(t, servers, "--user", ctlAdminUser, "add-observer", "s4", s4.raft); out != "added s4 ("+s4.raft+") as observer\n" {
 		t.Fatalf("add-observer: %q", out)
 	}
 	if m := members()["s4"]; m.Role != "observer" {
@@ -408,19 +412,19 @@ func TestMembership(t *testing.T) {
 		t.Fatal(err)
 	}
 	fails(t, servers, exitUsage, "promote", "s9")
-	if out := mustRun(t, servers, "promote", "s4"); out != "promoted s4 to voter\n" {
+	if out := mustRun(t, servers, "--user", ctlAdminUser, "promote", "s4"); out != "promoted s4 to voter\n" {
 		t.Fatalf("promote: %q", out)
 	}
 	if m := members()["s4"]; m.Role != "voter" {
 		t.Fatalf("s4 after promote: %+v", m)
 	}
-	if out := mustRun(t, servers, "move-leader", "s4"); out != "leader is now s4\n" {
+	if out := mustRun(t, servers, "--user", ctlAdminUser, "move-leader", "s4"); out != "leader is now s4\n" {
 		t.Fatalf("move-leader: %q", out)
 	}
 	if out := mustRun(t, servers, "leader"); !strings.HasPrefix(out, "s4 ") {
 		t.Fatalf("leader after move-leader: %q", out)
 	}
-	if out := mustRun(t, servers, "remove", "s1"); out != "removed s1\n" {
+	if out := mustRun(t, servers, "--user", ctlAdminUser, "remove", "s1"); out != "removed s1\n" {
 		t.Fatalf("remove: %q", out)
 	}
 	ms := members()

@@ -23,7 +23,7 @@ const (
 	exitNodeExists  = 5  // vocab.NodeExists
 	exitBadVersion  = 6  // vocab.BadVersion
 	exitNotEmpty    = 7  // vocab.NotEmpty
-	exitNoAuth      = 8  // vocab.NoAuth, vocab.AuthFailed
+	exitNoAuth      = 8  // vocab.NoAuth, vocab.AuthFailed; an Admin call refused for want of an admin identity
 	exitTimeout     = 9  // --command-timeout passed
 	exitCheckFailed = 10 // a check (endpoint health) found a fault
 )
@@ -97,6 +97,8 @@ func exitCode(err error) int {
 			return exitUnreachable
 		case codes.DeadlineExceeded:
 			return exitTimeout
+		case codes.Unauthenticated, codes.PermissionDenied: // an Admin call without an admin identity
+			return exitNoAuth
 		}
 	}
 	return exitError

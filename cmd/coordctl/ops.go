@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -114,6 +115,7 @@ index differ, which means their states diverged.`,
 				Error    string `json:"error,omitempty"`
 			}
 			var js []hj
+			var firstErr error // of a member that did not answer
 			for try := 0; try < 5; try++ {
 				all, err := g.statusAll(ctx)
 				if err != nil {
@@ -132,6 +134,9 @@ index differ, which means their states diverged.`,
 					h, err := g.hashOf(ctx, s.member.GrpcAddr, commit)
 					if err != nil {
 						j.Error = oneLine(err.Error())
+						if firstErr == nil {
+							firstErr = err
+						}
 					} else {
 						j.Index, j.Hash = h.AppliedIndex, hex.EncodeToString(h.Digest)
 					}
@@ -172,6 +177,9 @@ index differ, which means their states diverged.`,
 			}})
 			if diverged {
 				return checkFailed{"members at the same index have different state digests"}
+			}
+			if !slices.ContainsFunc(js, func(j hj) bool { return j.Error == "" }) && firstErr != nil {
+				return firstErr // no member answered (an admin identity missing, say): exit as its error says
 			}
 			return nil
 		},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"time"
 
@@ -13,8 +14,67 @@ import (
 	"testing"
 
 	"coord/client"
+	"coord/fsm"
 	"coord/vocab"
 )
+
+// The test clusters' admin identity: every server newProcs prepares has
+// ctlAdminDigest as its -super-digest, and the admin commands (sessions,
+// sessions kill, endpoint hashkv, snapshot save and take, add-voter,
+// add-observer, promote, remove, move-leader) pass --user ctlAdminUser.
+const ctlAdminUser = "super:ctl-admin"
+
+var ctlAdminDigest = fsm.DigestID("super", "ctl-admin")
+
+// Issue 26: the admin commands need an admin identity. Without one, or
+// with a wrong password, each fails with exit 8 and a line that says which
+// credential to pass or which was wrong, and changes nothing; status and
+// members need none; COORDCTL_USER is --user's default.
+func TestAdminIdentity(t *testing.T) {
+	c := shared(t)
+	s := c.grpcAddrs()
+	want := "the server wants an admin identity: pass --user super:<password> (its -super-digest) or --cert/--key with a certificate in its -admin-x509\n"
+	for _, args := range [][]string{
+		{"sessions"}, {"sessions", "kill", "0x1"}, {"snapshot", "save", filepath.Join(t.TempDir(), "x.snap")},
+		{"snapshot", "take"}, {"endpoint", "hashkv"}, {"remove", "s1"}, {"move-leader"}, {"add-observer", "ghost", "127.0.0.1:1"},
+	} {
+		r := fails(t, s, exitNoAuth, args...)
+		if !strings.HasSuffix(r.stderr, want) {
+			t.Errorf("coordctl %s without --user: %q", strings.Join(args, " "), r.stderr)
+		}
+	}
+	r := fails(t, s, exitNoAuth, "--user", "super:wrong", "sessions", "kill", "0x1")
+	if !strings.HasPrefix(r.stderr, "coordctl: sessions kill at ") || !strings.Contains(r.stderr, "the server refused the admin identity (--user super)") ||
+		!strings.Contains(r.stderr, "check --user") || strings.Contains(r.stderr, "wrong") {
+		t.Errorf("sessions kill with a wrong password: %q", r.stderr)
+	}
+	var members []memberJSON
+	jsonOut(t, s, &members, "members")
+	if len(members) != 3 {
+		t.Fatalf("members after the refused calls: %+v", members)
+	}
+	mustRun(t, s, "status")
+	// COORDCTL_USER stands in for --user; --user beats it.
+	withEnv := func(args ...string) result {
+		t.Helper()
+		cmd := exec.Command(bins.ctl, args...)
+		cmd.Env = append(ctlEnv(t, s), "COORDCTL_USER="+ctlAdminUser)
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		r := result{stdout: out.String(), stderr: errb.String()}
+		if ee, ok := err.(*exec.ExitError); ok {
+			r.code = ee.ExitCode()
+		}
+		return r
+	}
+	if r := withEnv("sessions"); r.code != 0 || !strings.HasPrefix(r.stdout, "SESSION") {
+		t.Fatalf("sessions with COORDCTL_USER: %+v", r)
+	}
+	if r := withEnv("--user", "super:wrong", "sessions"); r.code != exitNoAuth {
+		t.Fatalf("--user over COORDCTL_USER: %+v", r)
+	}
+}
 
 // sessions lists a live session with its ephemeral; sessions kill closes
 // it (its ephemeral goes); endpoint hashkv finds every member at one
@@ -44,7 +104,7 @@ func TestSessionsHashKVSnapshotSave(t *testing.T) {
 		Server     string
 		Ephemerals int64
 	}
-	jsonOut(t, s, &sessions, "sessions")
+	jsonOut(t, s, &sessions, "--user", ctlAdminUser, "sessions")
 	i := slices.IndexFunc(sessions, func(x struct {
 		ID         string
 		Server     string
@@ -55,14 +115,14 @@ func TestSessionsHashKVSnapshotSave(t *testing.T) {
 	if i < 0 || sessions[i].Ephemerals != 1 || sessions[i].Server == "" {
 		t.Fatalf("sessions: %s not listed with its ephemeral: %+v", id, sessions)
 	}
-	if out := mustRun(t, s, "sessions"); !strings.HasPrefix(out, "SESSION") || !strings.Contains(out, id) {
+	if out := mustRun(t, s, "--user", ctlAdminUser, "sessions"); !strings.HasPrefix(out, "SESSION") || !strings.Contains(out, id) {
 		t.Fatalf("sessions text: %q", out)
 	}
-	if out := mustRun(t, s, "sessions", "kill", id); !strings.Contains(out, id+" closed") {
+	if out := mustRun(t, s, "--user", ctlAdminUser, "sessions", "kill", id); !strings.Contains(out, id+" closed") {
 		t.Fatalf("sessions kill: %q", out)
 	}
 	fails(t, s, exitNoNode, "get", "/held/eph")
-	fails(t, s, exitNoNode, "sessions", "kill", id)
+	fails(t, s, exitNoNode, "--user", ctlAdminUser, "sessions", "kill", id)
 	fails(t, s, exitUsage, "sessions", "kill", "zz")
 
 	var hashes []struct {
@@ -71,7 +131,7 @@ func TestSessionsHashKVSnapshotSave(t *testing.T) {
 		Hash  string
 		Error string
 	}
-	jsonOut(t, s, &hashes, "endpoint", "hashkv")
+	jsonOut(t, s, &hashes, "--user", ctlAdminUser, "endpoint", "hashkv")
 	if len(hashes) != 3 {
 		t.Fatalf("hashkv: %+v", hashes)
 	}
@@ -82,7 +142,7 @@ func TestSessionsHashKVSnapshotSave(t *testing.T) {
 	}
 
 	file := filepath.Join(t.TempDir(), "backup.snap")
-	if out := mustRun(t, s, "snapshot", "save", file); !strings.HasPrefix(out, "saved ") {
+	if out := mustRun(t, s, "--user", ctlAdminUser, "snapshot", "save", file); !strings.HasPrefix(out, "saved ") {
 		t.Fatalf("snapshot save: %q", out)
 	}
 	if st, err := os.Stat(file); err != nil || st.Size() < 100 {
@@ -129,7 +189,7 @@ func TestSnapshotRestore(t *testing.T) {
 	fresh(t, s, "/restore-me")
 	mustRun(t, s, "create", "/restore-me", "v")
 	file := filepath.Join(t.TempDir(), "backup.snap")
-	mustRun(t, s, "snapshot", "save", file)
+	mustRun(t, s, "--user", ctlAdminUser, "snapshot", "save", file)
 	before := exportDigest(t, s)
 
 	c := newProcs(t, t.TempDir(), 1, 0)
@@ -144,7 +204,8 @@ func TestSnapshotRestore(t *testing.T) {
 	// The new server: the same flags as newProcs gives it, on the restored
 	// directory, without -bootstrap.
 	args := []string{"-id", p.id, "-data-dir", dir, "-raft-addr", p.raft, "-grpc-addr", p.grpc, "-zk-addr", p.zk,
-		"-http-addr", p.http, "-gossip-addr", "", "-tick", "100ms", "-raft-timeout", "300ms", "-bootstrap=false"}
+		"-http-addr", p.http, "-gossip-addr", "", "-tick", "100ms", "-raft-timeout", "300ms", "-cluster-key-file", c.keyFile,
+		"-super-digest", ctlAdminDigest, "-bootstrap=false"}
 	p.args = args
 	t.Cleanup(c.stop)
 	if err := p.start(); err != nil {
@@ -157,7 +218,7 @@ func TestSnapshotRestore(t *testing.T) {
 	// /zookeeper/config, an entry after the snapshot: the whole-state hash
 	// moves on, and the user tree must be what was saved.
 	var now []struct{ Hash string }
-	jsonOut(t, p.grpc, &now, "endpoint", "hashkv")
+	jsonOut(t, p.grpc, &now, "--user", ctlAdminUser, "endpoint", "hashkv")
 	if len(now) != 1 || now[0].Hash == "" {
 		t.Fatalf("hashkv on the restored server: %+v", now)
 	}

@@ -25,6 +25,7 @@ const (
 	envServers   = "COORD_SERVERS"
 	envZKServers = "COORD_ZK_SERVERS"
 	envConfig    = "COORDCTL_CONFIG"
+	envUser      = "COORDCTL_USER"
 
 	defaultServers   = "127.0.0.1:2182" // cmd/coord's default -grpc-addr
 	defaultZKServers = "127.0.0.1:2181" // cmd/coord's default -zk-addr
@@ -128,10 +129,17 @@ and etcdctl's operator commands in one binary.
 
 Servers come from --servers, then $COORD_SERVERS, then "servers" in the config
 file (--config, $COORDCTL_CONFIG or ~/.config/coordctl/config.json), then
-127.0.0.1:2182.`,
+127.0.0.1:2182.
+
+The commands that reveal data or sessions or change the cluster (sessions,
+sessions kill, snapshot save, snapshot take, endpoint hashkv, add-voter,
+add-observer, promote, remove, move-leader) need an admin identity: --user
+with the servers' -super-digest user and password ($COORDCTL_USER), or
+--cert/--key with a client certificate listed in their -admin-x509.`,
 		Example: `  coordctl --servers 127.0.0.1:2182 ls -R /
   COORD_SERVERS=10.0.0.1:2182,10.0.0.2:2182 coordctl status -o table
-  coordctl create /app '{"v":1}' && coordctl get --stat /app`,
+  coordctl create /app '{"v":1}' && coordctl get --stat /app
+  coordctl --user super:secret sessions`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -144,11 +152,11 @@ file (--config, $COORDCTL_CONFIG or ~/.config/coordctl/config.json), then
 	pf.Duration("dial-timeout", 3*time.Second, "how long to try to reach a server")
 	pf.Duration("command-timeout", 30*time.Second, "how long a whole command may take (watch: no limit unless given)")
 	pf.StringP("output", "o", "text", "output format: text, json or table")
-	pf.String("user", "", "authenticate as digest identity user:password")
+	pf.String("user", "", "digest identity user:password: the session authenticates as it, and Admin calls send it as the admin identity (the servers' -super-digest user) (env "+envUser+")")
 	pf.StringVar(&g.configFile, "config", "", "JSON config file (env "+envConfig+")")
 	pf.BoolVar(&g.tls.enable, "tls", false, "use TLS for gRPC (sessions and admin); implied by the other TLS flags")
 	pf.StringVar(&g.tls.cacert, "cacert", "", "CA bundle to verify servers (TLS)")
-	pf.StringVar(&g.tls.cert, "cert", "", "client certificate (TLS)")
+	pf.StringVar(&g.tls.cert, "cert", "", "client certificate (TLS); with a subject in the servers' -admin-x509 it is an admin identity")
 	pf.StringVar(&g.tls.key, "key", "", "client key (TLS)")
 	pf.BoolVar(&g.tls.insecureSkip, "insecure-skip-tls-verify", false, "skip server certificate checks (TLS)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
@@ -264,8 +272,12 @@ func (g *globals) resolve(fs *pflag.FlagSet) error {
 		return usageError{fmt.Errorf("--output %q: want text, json or table", g.output)}
 	}
 	g.user, _ = fs.GetString("user")
-	if !fs.Changed("user") && fc.User != "" {
-		g.user = fc.User
+	if !fs.Changed("user") {
+		if e := os.Getenv(envUser); e != "" {
+			g.user = e
+		} else if fc.User != "" {
+			g.user = fc.User
+		}
 	}
 	if g.user != "" && !strings.Contains(g.user, ":") {
 		return usageError{errors.New("--user: want user:password")}

@@ -10,13 +10,15 @@ import (
 
 // coordctl over TLS to a coord process started with -tls-cert, -tls-key,
 // -tls-ca and -tls-client-auth: with the CA and a client certificate it
-// works; without the certificate, or in plaintext, no server answers.
+// works (and the certificate, listed in -admin-x509, is an admin
+// identity); without the certificate, or in plaintext, no server answers.
 func TestTLS(t *testing.T) {
 	pki := server.NewTestPKI(t)
 	client := pki.WriteClientFiles(t)
 	c := newProcs(t, t.TempDir(), 1, 0)
 	p := c.nodes[0]
-	p.args = append(p.args, "-tls-cert", pki.CertFile, "-tls-key", pki.KeyFile, "-tls-ca", pki.CAFile, "-tls-client-auth")
+	p.args = append(p.args, "-tls-cert", pki.CertFile, "-tls-key", pki.KeyFile, "-tls-ca", pki.CAFile, "-tls-client-auth",
+		"-admin-x509", "CN=ops,O=example;CN=coord test client")
 	t.Cleanup(func() {
 		c.stop()
 		if t.Failed() {
@@ -40,6 +42,10 @@ func TestTLS(t *testing.T) {
 	}
 	if r := ctl(t, p.grpc, "", append(tlsArgs, "get", "/tls")...); r.code != 0 || strings.TrimSpace(r.stdout) != "x" {
 		t.Fatalf("get over TLS: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	// The client certificate is in -admin-x509: an admin identity, no --user.
+	if r := ctl(t, p.grpc, "", append(tlsArgs, "sessions")...); r.code != 0 || !strings.HasPrefix(r.stdout, "SESSION") {
+		t.Fatalf("sessions with an admin certificate: exit %d %q %q", r.code, r.stdout, r.stderr)
 	}
 	fails(t, p.grpc, exitUnreachable, "--dial-timeout", "2s", "--cacert", pki.CAFile, "get", "/tls")
 	fails(t, p.grpc, exitUnreachable, "--dial-timeout", "2s", "get", "/tls")

@@ -162,7 +162,9 @@ func startCoord(bin, dataDir string) *server {
 	cmd := exec.Command(bin, "-id", "m1", "-data-dir", dataDir,
 		"-raft-addr", fmt.Sprintf("127.0.0.1:%d", p[0]), "-grpc-addr", fmt.Sprintf("127.0.0.1:%d", p[1]),
 		"-gossip-addr", "", "-zk-addr", fmt.Sprintf("127.0.0.1:%d", p[2]), "-http-addr", httpAddr,
-		"-log-level", "warn")
+		"-log-level", "warn",
+		"-pprof",                      // the heap profile below: /debug/pprof/ is served only with -pprof
+		"-4lw-whitelist", "srvr,wchs") // wchs is off by default
 	start(cmd)
 	heapRE := regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)$`)
 	return &server{

@@ -53,7 +53,10 @@ func newCluster(t testing.TB, n int) Cluster {
 	t.Helper()
 	switch target() {
 	case "coord":
-		return &coordCluster{tc: server.NewTestCluster(t, n, 0)}
+		// Every four-letter word, as the ZooKeeper servers' zoo.cfg
+		// (4lw.commands.whitelist=*); TestFourLetterWordsDefault tries
+		// coord's default.
+		return &coordCluster{tc: server.NewTestClusterWith(t, n, 0, func(cfg *server.Config) { cfg.FourLetterWords = []string{"*"} })}
 	case "zookeeper":
 		return newZKCluster(t, n)
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/go-zookeeper/zk"
+
+	"coord/server"
 )
 
 // Four-letter words as monitoring scripts read them (go-zookeeper's FLW
@@ -71,3 +73,39 @@ func TestFourLetterWords(t *testing.T) {
 var srvrShape = regexp.MustCompile(`\AZookeeper version: 3\.\d+\.\d+[^,\n]*, built on [^\n]+\n` +
 	`Latency min/avg/max: \d+/[\d.]+/\d+\nReceived: \d+\nSent: \d+\nConnections: \d+\nOutstanding: \d+\n` +
 	`Zxid: 0x[0-9a-f]+\nMode: (\w+)\nNode count: (\d+)\n`)
+
+// The whitelist (ZooKeeper's 4lw.commands.whitelist, coord's
+// -4lw-whitelist): coord's default is srvr and ruok, which on ZooKeeper
+// is 4lw.commands.whitelist=ruok (ZooKeeper always adds srvr). Both serve
+// those two and answer every other word, with a client holding a session,
+// an ephemeral and a watch, with the same refusal, and nothing else.
+func TestFourLetterWordsDefault(t *testing.T) {
+	var cl Cluster
+	switch target() {
+	case "coord":
+		cl = &coordCluster{tc: server.NewTestCluster(t, 1, 0)} // coord's default whitelist
+	case "zookeeper":
+		cl = newZKClusterOpts(t, 1, procOpts{zooCfg: []string{"4lw.commands.whitelist=ruok"}})
+	default:
+		cl = newCluster(t, 1) // fails with the bad target's name
+	}
+	c := connect(t, "c", cl.Addrs(), clientOpts{})
+	c.create("/flw-eph", "", zk.FlagEphemeral)
+	_, _, _, err := c.ExistsW("/flw-watched")
+	must(t, "existsW", err)
+
+	if ok := zk.FLWRuok(cl.Addrs(), wait); len(ok) != 1 || !ok[0] {
+		t.Errorf("ruok: %v", ok)
+	}
+	out, err := fourLetter(cl.Addr(0), "srvr", wait)
+	if err != nil || !srvrShape.MatchString(out) {
+		t.Errorf("srvr: %q %v", out, err)
+	}
+	for _, cmd := range []string{"conf", "cons", "crst", "dirs", "dump", "envi", "gtmk", "stmk", "srst",
+		"stat", "wchc", "wchp", "wchs", "mntr", "isro", "hash"} {
+		out, err := fourLetter(cl.Addr(0), cmd, wait)
+		if want := cmd + " is not executed because it is not in the whitelist.\n"; out != want {
+			t.Errorf("%s: %q (%v), want %q", cmd, out, err, want)
+		}
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"coord/server"
 )
 
 // procCluster is a Cluster of real server processes that a test can crash
@@ -202,10 +204,22 @@ func newCoordProcs(t testing.TB, n int, o procOpts) *coordProcs {
 		c.nodes = append(c.nodes, nd)
 		peers = append(peers, fmt.Sprintf("%s=%s,%s", nd.id, nd.raft, nd.grpc))
 	}
+	// One cluster key for all the servers (the peer plane's secret; a
+	// server with -peers and no key refuses to start). Every namespace
+	// sees the same file system.
+	keyFile := filepath.Join(dir, "cluster.key")
+	key, err := server.GenerateClusterKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, nd := range c.nodes {
 		nd.args = []string{"-id", nd.id, "-data-dir", filepath.Join(nd.dir, "data"),
 			"-raft-addr", nd.raft, "-grpc-addr", nd.grpc, "-zk-addr", nd.zk, "-http-addr", nd.http,
-			"-gossip-addr", ""}
+			"-gossip-addr", "", "-4lw-whitelist", "*", // every word, as ZooKeeper's zoo.cfg here
+			"-cluster-key-file", keyFile}
 		if o.tick == 0 {
 			nd.args = append(nd.args, "-tick", "100ms", "-min-session-timeout", "200ms", "-max-session-timeout", "20s")
 		} else {
