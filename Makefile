@@ -13,6 +13,7 @@ image:
 	deploy/build-image.sh $(IMAGE) $(VERSION)
 
 up: image
+	deploy/keygen.sh
 	$(COMPOSE) up -d
 	deploy/wait-healthy.sh
 

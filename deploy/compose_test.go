@@ -199,6 +199,7 @@ func (s *stack) buildImages() {
 
 func (s *stack) up() {
 	start := time.Now()
+	s.must(2*time.Minute, "deploy/keygen.sh") // the cluster key docker-compose.yml mounts
 	s.must(3*time.Minute, s.compose[0], append(append([]string{}, s.compose[1:]...), "up", "-d")...)
 	s.waitHealthy("")
 	s.t.Logf("cluster up and healthy in %v", time.Since(start).Round(time.Millisecond))

@@ -22,9 +22,21 @@ services=$($compose config --services)
 declare -A cid
 refresh() { cid[$1]=$($compose ps -q "$1"); }
 for s in $services; do refresh "$s"; done
+# move-leader needs an admin identity: COORDCTL_USER (the servers'
+# -super-digest user:password; by default the superuser deploy/keygen.sh
+# made) is passed on to coordctl in the container through the environment
+# (not on a command line).
+if [ -z "${COORDCTL_USER:-}" ] && [ -s deploy/secrets/admin.password ]; then
+  COORDCTL_USER="super:$(cat deploy/secrets/admin.password)"
+  export COORDCTL_USER
+fi
 ctl() { # ctl SERVICE ARGS...: coordctl inside SERVICE's container
   local s=$1; shift
-  docker exec "${cid[$s]}" coordctl --command-timeout 10s "$@"
+  if [ -n "${COORDCTL_USER:-}" ]; then
+    docker exec -e COORDCTL_USER "${cid[$s]}" coordctl --command-timeout 10s "$@"
+  else
+    docker exec "${cid[$s]}" coordctl --command-timeout 10s "$@"
+  fi
 }
 anyup() { # a service other than $1 to ask
   for o in $services; do [ "$o" != "$1" ] && { echo "$o"; return; }; done
