@@ -82,6 +82,7 @@ type node struct {
 	id                               string
 	raft, grpc, gossip, zk, httpAddr string
 	dir, logFile                     string
+	args                             []string
 	cmd                              *exec.Cmd
 	done                             chan struct{}
 }
@@ -175,12 +176,23 @@ func (c *cluster) start(n *node, args []string) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	n.args = args
 	n.cmd = exec.Command(c.bin, args...)
 	n.cmd.Stdout, n.cmd.Stderr = logf, logf
 	if err := n.cmd.Start(); err != nil {
 		c.t.Fatal(err)
 	}
 	go func() { n.cmd.Wait(); logf.Close(); close(n.done) }()
+}
+
+// kill9Restart kills n with SIGKILL and starts it again at once with the
+// same flags (its key from the same file, its data from its directory).
+func (c *cluster) kill9Restart(n *node) {
+	c.t.Helper()
+	n.cmd.Process.Kill()
+	<-n.done
+	n.done = make(chan struct{})
+	c.start(n, n.args)
 }
 
 func (c *cluster) stop() {
@@ -627,6 +639,18 @@ func runSuite(t *testing.T, mode string) {
 
 	// Rows 7, 8, 9: four-letter words, pprof, reconfig.
 	c.clientPlane(t, rep, who)
+
+	// A member killed with SIGKILL and restarted at once comes back with
+	// its key, the clients reconnect, and it refuses strangers as before.
+	victimNode := c.nodes[0]
+	for _, n := range c.nodes {
+		if n.grpc == victim.Server() {
+			victimNode = n
+		}
+	}
+	c.kill9Restart(victimNode)
+	c.waitLeader(30 * time.Second)
+	refused(t, rep, "raft AppendEntries after kill -9 and restart", "wrong cluster key", forgeAppend(c.attackers(t)[1], victimNode.raft))
 
 	// The members went on working, and nothing changed.
 	okBefore := l.ok.Load()
