@@ -946,3 +946,67 @@ func TestPlantedPeerCheckRemoved(t *testing.T) {
 		t.Errorf("planted: Touch with a wrong key was refused (%v); the planted bug should let it in", err)
 	}
 }
+
+// TestDefaultServerKey: a server started with no key and no peer
+// certificates generates a cluster key in its data directory (mode 0600)
+// and says where; a stranger or another key gets nothing on its raft port;
+// a second server joins it only with that key.
+func TestDefaultServerKey(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real coord processes")
+	}
+	c := &cluster{t: t, mode: "plain", bin: bins.coord}
+	t.Cleanup(c.stop)
+	dir := t.TempDir()
+	mk := func(id string) *node {
+		a := freePorts(t, 5)
+		n := &node{id: id, raft: a[0], grpc: a[1], gossip: a[2], zk: a[3], httpAddr: a[4], dir: filepath.Join(dir, id),
+			logFile: filepath.Join(dir, id+".log"), done: make(chan struct{})}
+		c.nodes = append(c.nodes, n)
+		return n
+	}
+	flags := func(n *node) []string {
+		return []string{"-id", n.id, "-data-dir", n.dir, "-raft-addr", n.raft, "-grpc-addr", n.grpc, "-gossip-addr", n.gossip,
+			"-zk-addr", n.zk, "-http-addr", n.httpAddr}
+	}
+	s1 := mk("s1")
+	c.start(s1, flags(s1))
+	c.waitLeader(30 * time.Second)
+	keyFile := filepath.Join(s1.dir, server.ClusterKeyName)
+	st, err := os.Stat(keyFile)
+	if err != nil {
+		t.Fatalf("no generated key: %v", err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("the generated key's mode is %v, want 0600", st.Mode().Perm())
+	}
+	if b, _ := os.ReadFile(s1.logFile); !strings.Contains(string(b), keyFile) {
+		t.Errorf("the log does not say where the generated key is:\n%s", b)
+	}
+	for _, a := range c.attackers(t) {
+		if err := forgeAppend(a, s1.raft); err == nil {
+			t.Errorf("a default server's raft port answered %s", a.name)
+		}
+	}
+
+	// A second server without the key: refuses to start; with it: joins.
+	s2 := mk("s2")
+	join := append(flags(s2), "-join", s1.gossip)
+	if out, err := exec.Command(c.bin, join...).CombinedOutput(); err == nil || !strings.Contains(string(out), "-cluster-key-file") {
+		t.Fatalf("a joining server without the key: %v\n%s", err, out)
+	}
+	c.start(s2, append(join, "-cluster-key-file", keyFile))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		resp, err := api.NewAdminClient(c.dialGRPC(s1.grpc)).Members(ctx, &api.MembersRequest{})
+		cancel()
+		if err == nil && len(resp.Members) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("s2 with s1's key did not join: %v %v", resp, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
