@@ -640,6 +640,15 @@ func runSuite(t *testing.T, mode string) {
 	// Rows 7, 8, 9: four-letter words, pprof, reconfig.
 	c.clientPlane(t, rep, who)
 
+	// Each refusal was counted where an operator sees it.
+	for _, n := range c.nodes {
+		if v := c.refusedCount(t, n); v == "0" {
+			t.Errorf("%s counted no refused peer connection", n.id)
+		} else {
+			t.Logf("%s: coord_peer_connections_refused_total %s", n.id, v)
+		}
+	}
+
 	// A member killed with SIGKILL and restarted at once comes back with
 	// its key, the clients reconnect, and it refuses strangers as before.
 	victimNode := c.nodes[0]
@@ -767,12 +776,7 @@ func (c *cluster) clientPlane(t *testing.T, rep *report, who string) {
 		t.Errorf("4lw srvr (open, as ZooKeeper's default): %q, %v", out, err)
 	}
 
-	httpc := &http.Client{Timeout: 5 * time.Second}
-	scheme := "http"
-	if c.mode == "tls" {
-		httpc.Transport = &http.Transport{TLSClientConfig: c.clientTLS()}
-		scheme = "https"
-	}
+	httpc, scheme := c.httpClient()
 	resp, err := httpc.Get(scheme + "://" + n.httpAddr + "/debug/pprof/")
 	if err != nil {
 		t.Errorf("GET /debug/pprof/: %v", err)
@@ -819,6 +823,33 @@ func (c *cluster) clientPlane(t *testing.T, rep *report, who string) {
 	if dialled.Load() != 0 {
 		t.Errorf("an anonymous reconfig made the server dial the address it named (%d connections)", dialled.Load())
 	}
+}
+
+func (c *cluster) httpClient() (*http.Client, string) {
+	httpc := &http.Client{Timeout: 5 * time.Second}
+	if c.mode == "tls" {
+		httpc.Transport = &http.Transport{TLSClientConfig: c.clientTLS()}
+		return httpc, "https"
+	}
+	return httpc, "http"
+}
+
+// refusedCount is a server's coord_peer_connections_refused_total.
+func (c *cluster) refusedCount(t *testing.T, n *node) string {
+	httpc, scheme := c.httpClient()
+	resp, err := httpc.Get(scheme + "://" + n.httpAddr + "/metrics")
+	if err != nil {
+		t.Fatalf("metrics of %s: %v", n.id, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "coord_peer_connections_refused_total "); ok {
+			return v
+		}
+	}
+	t.Fatalf("%s has no coord_peer_connections_refused_total", n.id)
+	return ""
 }
 
 func (c *cluster) dialZK(ctx context.Context, addr string) (net.Conn, error) {

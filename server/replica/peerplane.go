@@ -52,10 +52,6 @@ const peerHandshakeTimeout = 10 * time.Second
 // connections cannot take the server's memory.
 const maxPeerHandshakes = 128
 
-// PeerRefused counts connections to the peer port refused at the
-// handshake (strangers, wrong keys, client certificates).
-var PeerRefused atomic.Uint64
-
 type peerPlane struct {
 	lis       net.Listener
 	advertise net.Addr
@@ -73,7 +69,8 @@ type peerPlane struct {
 	conns  map[string]*grpc.ClientConn
 	closed bool
 
-	refusedLog atomic.Int64 // unix ns of the last refusal logged
+	refusedN   atomic.Uint64 // connections refused at the handshake (Stats.PeerRefused)
+	refusedLog atomic.Int64  // unix ns of the last refusal logged
 }
 
 func newPeerPlane(cfg *Config, log *slog.Logger) (*peerPlane, error) {
@@ -154,7 +151,7 @@ func (p *peerPlane) handshake(c net.Conn) {
 
 // refused counts a refused connection and logs it, at most once a second.
 func (p *peerPlane) refused(from net.Addr, err error) {
-	PeerRefused.Add(1)
+	p.refusedN.Add(1)
 	now := time.Now().UnixNano()
 	if last := p.refusedLog.Load(); now-last > int64(time.Second) && p.refusedLog.CompareAndSwap(last, now) {
 		p.log.Warn("peer connection refused: not a member", "from", from.String(), "err", err)

@@ -445,12 +445,15 @@ type Stats struct {
 	FastApplied uint64
 	// Pending is how many proposals of this server wait for their entry.
 	Pending int
+	// PeerRefused counts connections to the peer port refused at the
+	// handshake: strangers, other clusters' keys, client certificates.
+	PeerRefused uint64
 }
 
 // Stats returns the replica's counters.
 func (r *Replica) Stats() Stats {
 	return Stats{Mismatched: r.fsm.mismatched.Load(), SnapshotFailed: r.fsm.skipped.Load(),
-		FastApplied: r.fsm.fast.Load(), Pending: r.fsm.pendingCount()}
+		FastApplied: r.fsm.fast.Load(), Pending: r.fsm.pendingCount(), PeerRefused: r.peers.refusedN.Load()}
 }
 
 // Close stops raft, fails every request still waiting and closes the
