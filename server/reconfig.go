@@ -257,9 +257,11 @@ func (s *Server) reconfig(ctx context.Context, ids []fsm.Id, a *sessions.Reconfi
 			err = res.Res.Err
 		}
 		if err == nil {
+			s.sess.AuditServerWrite(sessions.AuditUsers(ids), cmd, res.Res, nil)
 			break
 		}
 		if ctx.Err() != nil {
+			s.sess.AuditServerWrite(sessions.AuditUsers(ids), cmd, res.Res, err)
 			return fail(fsm.ConnectionLoss, "writing /zookeeper/config: "+err.Error())
 		}
 		s.log.Info("reconfig: writing /zookeeper/config again", "err", err)

@@ -317,8 +317,9 @@ func (s *Server) reconcileConfig() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.leaderWait())
 	defer cancel()
-	res, err := s.rep.Propose(ctx, &fsm.Command{Type: fsm.CmdSetConfig,
-		Op: fsm.Op{Type: fsm.CmdSetConfig, Path: "/zookeeper/config", Data: []byte(want), TTL: version}})
+	cmd := &fsm.Command{Type: fsm.CmdSetConfig,
+		Op: fsm.Op{Type: fsm.CmdSetConfig, Path: "/zookeeper/config", Data: []byte(want), TTL: version}}
+	res, err := s.rep.Propose(ctx, cmd)
 	if err == nil {
 		err = res.Res.Err
 	}
@@ -326,5 +327,6 @@ func (s *Server) reconcileConfig() {
 		s.log.Debug("updating /zookeeper/config", "err", err)
 		return
 	}
+	s.sess.AuditServerWrite("", cmd, res.Res, nil)
 	s.log.Info("membership written to /zookeeper/config", "zxid", fmt.Sprintf("0x%x", int64(res.Res.Zxid)))
 }

@@ -82,6 +82,10 @@ func (l *Layer) Close() {
 	}
 }
 
+// AuditUsers is a caller's identities as the audit log names them (for
+// writes the server proposes for a session, such as reconfig's).
+func AuditUsers(ids []fsm.Id) string { return auditUsers(ids) }
+
 // auditUsers is the session's identities as ZooKeeper's audit log names
 // them: comma-separated, the user part of digest ids.
 func auditUsers(ids []fsm.Id) string {
