@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -505,7 +506,7 @@ and print the answers. With -o json, mntr's answer is an object of its keys.`,
 			var out []answer
 			failed := 0
 			for _, addr := range g.zkServers {
-				text, err := fourLetter(ctx, addr, word, g.dialTimeout)
+				text, err := fourLetter(ctx, addr, word, g.dialTimeout, g.tlsConf)
 				a := answer{Server: addr, Output: text, text: text}
 				if err != nil {
 					a.Error = oneLine(err.Error())
@@ -549,8 +550,11 @@ and print the answers. With -o json, mntr's answer is an object of its keys.`,
 }
 
 // fourLetter sends word to a ZooKeeper-protocol server and reads its whole
-// answer (the server closes the connection after it).
-func fourLetter(ctx context.Context, addr, word string, timeout time.Duration) (string, error) {
+// answer (the server closes the connection after it), over TLS when
+// coordctl's TLS flags are given (a server's -tls-only or -secure-zk-addr
+// port). A connection closed without a byte is an error, not an empty
+// answer: that is how a TLS-only port refuses plaintext.
+func fourLetter(ctx context.Context, addr, word string, timeout time.Duration, tlsConf *tls.Config) (string, error) {
 	d := net.Dialer{Timeout: timeout}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -558,11 +562,32 @@ func fourLetter(ctx context.Context, addr, word string, timeout time.Duration) (
 	}
 	defer nc.Close()
 	nc.SetDeadline(time.Now().Add(timeout + 5*time.Second))
+	if tlsConf != nil {
+		cfg := tlsConf.Clone()
+		if cfg.ServerName == "" {
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		tc := tls.Client(nc, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return "", fmt.Errorf("TLS: %w", err)
+		}
+		nc = tc
+	}
 	if _, err := nc.Write([]byte(word)); err != nil {
 		return "", err
 	}
 	b, err := io.ReadAll(nc)
-	if err != nil && len(b) == 0 {
+	if len(b) == 0 {
+		if err == nil || errors.Is(err, io.EOF) {
+			if tlsConf == nil {
+				return "", errors.New("the server closed the connection without an answer: it may take TLS only (-tls-only): pass --tls or --cacert")
+			}
+			return "", errors.New("the server closed the connection without an answer")
+		}
+		var nerr net.Error
+		if errors.As(err, &nerr) && nerr.Timeout() && tlsConf == nil {
+			return "", fmt.Errorf("%w: no answer; a TLS-only port (-secure-zk-addr) waits for a TLS handshake: pass --tls or --cacert", err)
+		}
 		return "", err
 	}
 	return string(b), nil

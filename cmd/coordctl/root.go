@@ -154,7 +154,7 @@ with the servers' -super-digest user and password ($COORDCTL_USER), or
 	pf.StringP("output", "o", "text", "output format: text, json or table")
 	pf.String("user", "", "digest identity user:password: the session authenticates as it, and Admin calls send it as the admin identity (the servers' -super-digest user) (env "+envUser+")")
 	pf.StringVar(&g.configFile, "config", "", "JSON config file (env "+envConfig+")")
-	pf.BoolVar(&g.tls.enable, "tls", false, "use TLS for gRPC (sessions and admin); implied by the other TLS flags")
+	pf.BoolVar(&g.tls.enable, "tls", false, "use TLS for gRPC (sessions and admin) and four-letter words; implied by the other TLS flags")
 	pf.StringVar(&g.tls.cacert, "cacert", "", "CA bundle to verify servers (TLS)")
 	pf.StringVar(&g.tls.cert, "cert", "", "client certificate (TLS); with a subject in the servers' -admin-x509 it is an admin identity")
 	pf.StringVar(&g.tls.key, "key", "", "client key (TLS)")

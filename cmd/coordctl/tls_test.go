@@ -18,7 +18,7 @@ func TestTLS(t *testing.T) {
 	c := newProcs(t, t.TempDir(), 1, 0)
 	p := c.nodes[0]
 	p.args = append(p.args, "-tls-cert", pki.CertFile, "-tls-key", pki.KeyFile, "-tls-ca", pki.CAFile, "-tls-client-auth",
-		"-admin-x509", "CN=ops,O=example;CN=coord test client")
+		"-tls-only", "-admin-x509", "CN=ops,O=example;CN=coord test client")
 	t.Cleanup(func() {
 		c.stop()
 		if t.Failed() {
@@ -46,6 +46,15 @@ func TestTLS(t *testing.T) {
 	// The client certificate is in -admin-x509: an admin identity, no --user.
 	if r := ctl(t, p.grpc, "", append(tlsArgs, "sessions")...); r.code != 0 || !strings.HasPrefix(r.stdout, "SESSION") {
 		t.Fatalf("sessions with an admin certificate: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	// Four-letter words on the TLS-only ZooKeeper port: over TLS with the
+	// flags, answered; in plaintext, an error that says why, not an empty
+	// answer and exit 0 (issue 27 item 6).
+	if r := ctl(t, p.grpc, "", append(tlsArgs, "--zk-servers", p.zk, "4lw", "srvr")...); r.code != 0 || !strings.Contains(r.stdout, "Mode:") {
+		t.Fatalf("4lw srvr over TLS: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r := ctl(t, p.grpc, "", "--zk-servers", p.zk, "4lw", "srvr"); r.code == 0 || !strings.Contains(r.stderr, "TLS") {
+		t.Fatalf("4lw srvr in plaintext on a -tls-only port: exit %d %q %q", r.code, r.stdout, r.stderr)
 	}
 	fails(t, p.grpc, exitUnreachable, "--dial-timeout", "2s", "--cacert", pki.CAFile, "get", "/tls")
 	fails(t, p.grpc, exitUnreachable, "--dial-timeout", "2s", "get", "/tls")
