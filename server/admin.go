@@ -198,6 +198,22 @@ func (a *adminService) Members(ctx context.Context, _ *api.MembersRequest) (*api
 	if err != nil {
 		return nil, err
 	}
+	// A member whose gRPC address this server does not know (added by its
+	// raft address alone): ask the members, at most once a second.
+	s.mu.Lock()
+	missing := false
+	for _, srv := range servers {
+		if srv.ID != s.cfg.ID && s.members[srv.ID].GRPCAddr == "" {
+			missing = true
+		}
+	}
+	s.mu.Unlock()
+	if missing && !a.peer && s.membersDiscovered.Load()+int64(time.Second) < time.Now().UnixNano() {
+		s.membersDiscovered.Store(time.Now().UnixNano())
+		dctx, cancel := context.WithTimeout(ctx, 2*s.cfg.RaftTimeout)
+		s.discover(dctx)
+		cancel()
+	}
 	_, leaderID := s.rep.LeaderWithID()
 	known := map[string]Member{}
 	s.mu.Lock()

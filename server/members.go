@@ -10,10 +10,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"coord/api"
-	"coord/server/replica"
 )
 
 // A server learns the other servers' addresses from its configuration,
@@ -110,46 +108,27 @@ func writeFileAtomic(path string, b []byte) error {
 	return nil
 }
 
-// leaderMember returns the current leader's addresses, waiting for a
-// leader to be known.
-func (s *Server) leaderMember(ctx context.Context) (Member, error) {
-	var lastDiscover time.Time
-	for {
-		_, id := s.rep.LeaderWithID()
-		if id != "" {
-			s.mu.Lock()
-			m, ok := s.members[string(id)]
-			s.mu.Unlock()
-			if ok && m.GRPCAddr != "" {
-				return m, nil
-			}
-			// A leader this server has not heard of (it joined later and
-			// gossip is off or slow): ask the servers it knows.
-			if time.Since(lastDiscover) > 100*time.Millisecond {
-				lastDiscover = time.Now()
-				s.discover(ctx)
-				continue
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return Member{}, replica.ErrNoLeader
-		case <-s.closing:
-			return Member{}, errClosed
-		case <-time.After(10 * time.Millisecond):
+// discover learns the addresses of the cluster's servers from the servers
+// this one knows and the ones raft's configuration lists (on their peer
+// plane: a server added by its raft address alone, as coordctl add-voter
+// does, tells its gRPC and ZooKeeper addresses itself).
+func (s *Server) discover(ctx context.Context) {
+	seen := map[string]bool{}
+	var addrs []string
+	add := func(id, addr string) {
+		if id != s.cfg.ID && addr != "" && !seen[addr] {
+			seen[addr] = true
+			addrs = append(addrs, addr)
 		}
 	}
-}
-
-// discover learns the addresses of the cluster's servers from the servers
-// this one knows.
-func (s *Server) discover(ctx context.Context) {
-	s.mu.Lock()
-	var addrs []string
-	for _, m := range s.members {
-		if m.ID != s.cfg.ID && m.RaftAddr != "" {
-			addrs = append(addrs, m.RaftAddr)
+	if servers, err := s.rep.Configuration(); err == nil {
+		for _, m := range servers {
+			add(m.ID, m.Addr)
 		}
+	}
+	s.mu.Lock()
+	for _, m := range s.members {
+		add(m.ID, m.RaftAddr)
 	}
 	s.mu.Unlock()
 	for _, addr := range addrs {

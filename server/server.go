@@ -47,6 +47,9 @@ type Server struct {
 	http        *http.Server
 
 	ledAt atomic.Int64 // when this server last saw itself lead (unix ns; leaderloss.go)
+	// membersDiscovered is when Members last asked the others for the
+	// addresses of a member it lacked (unix ns; admin.go).
+	membersDiscovered atomic.Int64
 
 	configBusy         atomic.Bool // a reconcileConfig runs (zkconfig.go)
 	lastConfigDiscover time.Time   // reconcileConfig's last discover, under configBusy

@@ -1,0 +1,69 @@
+package server
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"coord/api"
+	"coord/fsm"
+)
+
+// TestAddVoterByRaftAddressThenLead: a server added by its raft address
+// alone (coordctl add-voter ID ADDR; no -peers, no gossip), then made
+// leader (move-leader), leads a working cluster: the others forward writes
+// to it on its peer plane and Members names its gRPC address, which the
+// others learn from it (issue 27 item 4: before, no other server could open
+// a session, "server: no leader", and coordctl could not find the leader).
+func TestAddVoterByRaftAddressThenLead(t *testing.T) {
+	c := NewTestClusterWith(t, 3, 0, withAdmin)
+	cfg := TestConfig(t, "s4")
+	withAdmin(&cfg)
+	c.start(cfg)
+	s4 := c.Servers[3]
+	leader := c.Servers[c.Leader()]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := adminClient(t, leader.GRPCAddr()).AddServer(ctx, &api.AddServerRequest{Id: "s4", RaftAddr: s4.RaftAddr()}); err != nil {
+		t.Fatalf("add-voter s4 by raft address: %v", err)
+	}
+	for s4.AppliedIndex() < leader.AppliedIndex() {
+		if ctx.Err() != nil {
+			t.Fatal("s4 did not catch up")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := adminClient(t, leader.GRPCAddr()).TransferLeadership(ctx, &api.TransferLeadershipRequest{Id: "s4"}); err != nil {
+		t.Fatalf("move-leader s4: %v", err)
+	}
+	for !s4.IsLeader() {
+		if ctx.Err() != nil {
+			t.Fatal("s4 never led")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var other *Server
+	for _, s := range c.Servers[:3] {
+		if !s.IsLeader() {
+			other = s
+		}
+	}
+	sess := newSession(t, other.GRPCAddr())
+	mustOK(t, sess.create("/through-s4", "x", fsm.ModePersistent))
+	resp, err := adminClient(t, other.GRPCAddr()).Members(ctx, &api.MembersRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, m := range resp.Members {
+		if m.Id == "s4" {
+			found = true
+			if !m.Leader || m.GrpcAddr != s4.GRPCAddr() {
+				t.Errorf("members on %s: s4 is %+v; want the leader at gRPC %s", other.ID(), m, s4.GRPCAddr())
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("members on %s has no s4: %v", other.ID(), resp.Members)
+	}
+}
