@@ -17,13 +17,16 @@ import (
 // runLocal runs a cluster of real coord processes on loopback: voters that
 // bootstrap together and observers the leader adds. Server i (from 1) uses
 // raft port base+i, gRPC port base+100+i, gossip port base+200+i, HTTP
-// port base+300+i and the ZooKeeper protocol on port 2180+i.
+// port base+300+i and the ZooKeeper protocol on port base+400+i, so
+// -base-port moves every port (and none is a single server's default, such
+// as coordctl's 127.0.0.1:2182). A server that exits (killed, say) leaves
+// the others running; Ctrl-C stops them all.
 func runLocal(args []string) int {
 	fs := flag.NewFlagSet("coord local", flag.ContinueOnError)
 	voters := fs.Int("voters", 3, "number of voters")
 	observers := fs.Int("observers", 1, "number of observers")
 	dir := fs.String("dir", "coord-local", "parent directory of the servers' data directories")
-	base := fs.Int("base-port", 2880, "server i listens for raft on base+i, gRPC on base+100+i, gossip on base+200+i, HTTP on base+300+i")
+	base := fs.Int("base-port", 2880, "server i listens for raft on base+i, gRPC on base+100+i, gossip on base+200+i, HTTP on base+300+i, ZooKeeper clients on base+400+i")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -34,6 +37,7 @@ func runLocal(args []string) int {
 	n := *voters + *observers
 	raftAddr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", *base+i) }
 	grpcAddr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", *base+100+i) }
+	zkAddr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", *base+400+i) }
 	var peers []string
 	for i := 1; i <= n; i++ {
 		p := fmt.Sprintf("s%d=%s,%s", i, raftAddr(i), grpcAddr(i))
@@ -71,7 +75,7 @@ func runLocal(args []string) int {
 		args := []string{"-id", fmt.Sprintf("s%d", i), "-data-dir", filepath.Join(*dir, fmt.Sprintf("s%d", i)),
 			"-raft-addr", raftAddr(i), "-grpc-addr", grpcAddr(i), "-peers", strings.Join(others, ";"),
 			"-gossip-addr", fmt.Sprintf("127.0.0.1:%d", *base+200+i), "-http-addr", fmt.Sprintf("127.0.0.1:%d", *base+300+i),
-			"-zk-addr", fmt.Sprintf("127.0.0.1:%d", 2180+i), "-cluster-key-file", keyFile}
+			"-zk-addr", zkAddr(i), "-cluster-key-file", keyFile}
 		if i > 1 {
 			args = append(args, "-join", fmt.Sprintf("127.0.0.1:%d", *base+201), "-bootstrap="+fmt.Sprint(i <= *voters))
 		}
@@ -90,19 +94,38 @@ func runLocal(args []string) int {
 		if i > *voters {
 			role = "observer"
 		}
-		fmt.Fprintf(os.Stderr, "coord local: s%d (%s) pid %d grpc %s raft %s\n", i, role, cmd.Process.Pid, grpcAddr(i), raftAddr(i))
+		fmt.Fprintf(os.Stderr, "coord local: s%d (%s) pid %d grpc %s zk %s raft %s\n", i, role, cmd.Process.Pid, grpcAddr(i), zkAddr(i), raftAddr(i))
+		fmt.Fprintf(os.Stderr, "coord local: s%d restarts with: %s %s\n", i, self, strings.Join(args, " "))
 	}
+	var grpcs, zks []string
+	for i := 1; i <= n; i++ {
+		grpcs, zks = append(grpcs, grpcAddr(i)), append(zks, zkAddr(i))
+	}
+	fmt.Fprintf(os.Stderr, "coord local: coordctl --servers %s (or export COORD_SERVERS=%[1]s COORD_ZK_SERVERS=%s); ZooKeeper clients: %[2]s\n",
+		strings.Join(grpcs, ","), strings.Join(zks, ","))
+	// A server that exits leaves the others running (start it again with
+	// the line above and it catches up); Ctrl-C stops them all.
 	exited := make(chan int, len(procs))
 	for i, p := range procs {
 		go func() { p.Wait(); exited <- i }()
 	}
-	select {
-	case <-ctx.Done():
-	case i := <-exited:
-		fmt.Fprintf(os.Stderr, "coord local: s%d exited; stopping the others\n", i+1)
+	for running := len(procs); running > 0; running-- {
+		select {
+		case <-ctx.Done():
+			// The waiters above own Wait: signal, then wait for them.
+			for _, p := range procs {
+				p.Process.Signal(syscall.SIGTERM)
+			}
+			for ; running > 0; running-- {
+				<-exited
+			}
+			return 0
+		case i := <-exited:
+			fmt.Fprintf(os.Stderr, "coord local: s%d exited (%v); the others keep running\n", i+1, procs[i].ProcessState)
+		}
 	}
-	stopAll(procs)
-	return 0
+	fmt.Fprintln(os.Stderr, "coord local: every server exited")
+	return 1
 }
 
 func stopAll(procs []*exec.Cmd) {

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"coord/api"
+)
+
+// TestLocalSurvivesAKilledServer runs `coord local` as a user does and
+// kills one of its servers: the others keep running and serving (issue 27
+// item 2: coord local stopped them all), every port follows -base-port
+// (item 1: the ZooKeeper ports did not, and s2's was coordctl's default
+// 2182), and Ctrl-C (SIGTERM) stops the rest.
+func TestLocalSurvivesAKilledServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real coord processes")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "coord")
+	if out, err := exec.Command("go", "build", "-o", bin, "coord/cmd/coord").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	base := freeBase(t)
+	cmd := exec.Command(bin, "local", "-voters", "3", "-observers", "0", "-dir", filepath.Join(dir, "cl"), "-base-port", strconv.Itoa(base))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = nil
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	pids := map[string]int{}
+	zks := map[string]string{}
+	lines := make(chan string, 1000)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+		done <- cmd.Wait()
+	}()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	started := regexp.MustCompile(`^coord local: (s\d) \(voter\) pid (\d+) grpc \S+ zk (\S+) `)
+	for len(pids) < 3 {
+		select {
+		case l := <-lines:
+			if m := started.FindStringSubmatch(l); m != nil {
+				pids[m[1]], _ = strconv.Atoi(m[2])
+				zks[m[1]] = m[3]
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("coord local did not start 3 servers: %v", pids)
+		}
+	}
+	for id, zk := range zks {
+		if want := fmt.Sprintf("127.0.0.1:%d", base+400+int(id[1]-'0')); zk != want {
+			t.Errorf("%s's ZooKeeper port %s, want %s (base+400+i)", id, zk, want)
+		}
+	}
+	grpcAddr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", base+100+i) }
+	waitLeader := func(servers ...int) {
+		deadline := time.Now().Add(30 * time.Second)
+		for _, i := range servers {
+			for {
+				cc, err := grpc.NewClient(grpcAddr(i), grpc.WithTransportCredentials(insecure.NewCredentials()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				st, err := api.NewAdminClient(cc).Status(ctx, &api.StatusRequest{})
+				cancel()
+				cc.Close()
+				if err == nil && st.LeaderId != "" && st.LeaderId != "s2" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("s%d has no leader but s2's: %v %v", i, st, err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}
+	waitLeader(1, 3)
+	if err := syscall.Kill(pids["s2"], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	select {
+	case err := <-done:
+		t.Fatalf("coord local exited when s2 was killed: %v", err)
+	default:
+	}
+	waitLeader(1, 3)
+	for _, id := range []string{"s1", "s3"} {
+		if err := syscall.Kill(pids[id], 0); err != nil {
+			t.Errorf("%s is gone after s2 was killed: %v", id, err)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("coord local did not stop on SIGTERM")
+	}
+	for _, id := range []string{"s1", "s3"} {
+		if err := syscall.Kill(pids[id], 0); err == nil {
+			t.Errorf("%s still runs after coord local stopped", id)
+		}
+	}
+}
+
+// freeBase finds a base port whose five ranges (base+1..3, +101.., +201..,
+// +301.., +401..) are free now.
+func freeBase(t *testing.T) int {
+	t.Helper()
+	for try := 0; try < 50; try++ {
+		base := 20000 + 10*rand.IntN(2000)
+		ok := true
+		for _, off := range []int{0, 100, 200, 300, 400} {
+			for i := 1; i <= 3 && ok; i++ {
+				l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+off+i))
+				if err != nil {
+					ok = false
+					break
+				}
+				l.Close()
+			}
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("no free base port")
+	return 0
+}
