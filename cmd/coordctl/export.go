@@ -52,9 +52,9 @@ const (
 
 // nodeKind decodes a Stat's ephemeralOwner: the mode an export records and
 // the TTL, or ok false for an ephemeral (which belongs to a live session
-// and is not exported). coord, like ZooKeeper (DataNode.copyStat), reports
-// 0 for containers and TTL nodes, so today they export as persistent; the
-// other cases are for a server that reports the stored owner.
+// and is not exported). coord's Stat, like ZooKeeper's (DataNode.copyStat),
+// shows 0 for containers and TTL nodes; readNode puts the owner that
+// GetKind reports in its place, so they export with their kind.
 func nodeKind(owner int64) (mode string, ttl int64, ok bool) {
 	switch {
 	case owner == 0:
