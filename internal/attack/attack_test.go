@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -101,20 +102,37 @@ type cluster struct {
 	peers   *server.TestPKI // -peer-ca: signs the servers' peer certificates only
 }
 
+// handedOut are the ports freePorts gave this test binary.
+var handedOut sync.Map
+
+// freePorts returns n loopback addresses whose ports are free now for TCP
+// and UDP (gossip uses both), below Linux's ephemeral range (32768 up), so
+// an outgoing connection of another test running meanwhile does not take
+// one before its server binds it; a port that is taken anyway makes
+// startCluster try again.
 func freePorts(t *testing.T, n int) []string {
 	t.Helper()
-	var ls []net.Listener
 	var addrs []string
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	for tries := 0; len(addrs) < n; tries++ {
+		if tries > 10000 {
+			t.Fatal("no free ports")
 		}
-		ls = append(ls, l)
-		addrs = append(addrs, l.Addr().String())
-	}
-	for _, l := range ls {
+		port := 20000 + mrand.IntN(12000)
+		if _, taken := handedOut.LoadOrStore(port, true); taken {
+			continue
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		u, err := net.ListenPacket("udp", addr)
 		l.Close()
+		if err != nil {
+			continue
+		}
+		u.Close()
+		addrs = append(addrs, addr)
 	}
 	return addrs
 }
@@ -137,6 +155,46 @@ func startCluster(t *testing.T, mode, bin string) *cluster {
 	writeKey(t, c.keyFile)
 	if mode == "tls" {
 		c.clients, c.peers = server.NewTestPKI(t), server.NewTestPKI(t)
+	}
+	t.Cleanup(c.stop)
+	for attempt := 1; ; attempt++ {
+		c.launch(dir)
+		if c.settled(5 * time.Second) {
+			break
+		}
+		if attempt == 3 {
+			t.Fatal("the cluster's servers did not stay up in 3 attempts")
+		}
+		t.Logf("attempt %d: a server exited at start (a port taken meanwhile?); again on other ports", attempt)
+		c.stop()
+		c.nodes = nil
+	}
+	c.waitLeader(30 * time.Second)
+	return c
+}
+
+// settled reports whether every server is still running after d (one that
+// could not bind its ports exits at once).
+func (c *cluster) settled(d time.Duration) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		for _, n := range c.nodes {
+			select {
+			case <-n.done:
+				return false
+			default:
+			}
+		}
+	}
+	return true
+}
+
+// launch starts the three voters on fresh ports.
+func (c *cluster) launch(dir string) {
+	t := c.t
+	mode := c.mode
+	dir = filepath.Join(dir, fmt.Sprint(time.Now().UnixNano()))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	var peerSpec []string
 	for i := range 3 {
@@ -165,9 +223,6 @@ func startCluster(t *testing.T, mode, bin string) *cluster {
 		}
 		c.start(n, args)
 	}
-	t.Cleanup(c.stop)
-	c.waitLeader(30 * time.Second)
-	return c
 }
 
 func (c *cluster) start(n *node, args []string) {
