@@ -78,7 +78,8 @@ func TestLocalSurvivesAKilledServer(t *testing.T) {
 		}
 	}
 	grpcAddr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", base+100+i) }
-	waitLeader := func(servers ...int) {
+	// waitLeader waits until the servers name a leader other than not.
+	waitLeader := func(not string, servers ...int) {
 		deadline := time.Now().Add(30 * time.Second)
 		for _, i := range servers {
 			for {
@@ -90,17 +91,17 @@ func TestLocalSurvivesAKilledServer(t *testing.T) {
 				st, err := api.NewAdminClient(cc).Status(ctx, &api.StatusRequest{})
 				cancel()
 				cc.Close()
-				if err == nil && st.LeaderId != "" && st.LeaderId != "s2" {
+				if err == nil && st.LeaderId != "" && st.LeaderId != not {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("s%d has no leader but s2's: %v %v", i, st, err)
+					t.Fatalf("s%d has no leader (other than %q): %v %v", i, not, st, err)
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
 		}
 	}
-	waitLeader(1, 3)
+	waitLeader("", 1, 3)
 	if err := syscall.Kill(pids["s2"], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestLocalSurvivesAKilledServer(t *testing.T) {
 		t.Fatalf("coord local exited when s2 was killed: %v", err)
 	default:
 	}
-	waitLeader(1, 3)
+	waitLeader("s2", 1, 3)
 	for _, id := range []string{"s1", "s3"} {
 		if err := syscall.Kill(pids[id], 0); err != nil {
 			t.Errorf("%s is gone after s2 was killed: %v", id, err)
