@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"coord/fsm"
@@ -82,5 +83,30 @@ func runDigest(args []string) int {
 		return 2
 	}
 	fmt.Println(fsm.DigestID(user, password))
+	return 0
+}
+
+// runVersion is `coord version`: the ZooKeeper version coord reports (srvr,
+// stat, mntr) and the build's module version and VCS revision, if known.
+func runVersion() int {
+	fmt.Printf("coord speaking ZooKeeper %s\n", server.Version)
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		rev, dirty := "", ""
+		for _, st := range bi.Settings {
+			switch st.Key {
+			case "vcs.revision":
+				rev = st.Value
+			case "vcs.modified":
+				if st.Value == "true" {
+					dirty = " (modified)"
+				}
+			}
+		}
+		fmt.Printf("module %s %s, %s", bi.Main.Path, bi.Main.Version, bi.GoVersion)
+		if rev != "" {
+			fmt.Printf(", revision %s%s", rev, dirty)
+		}
+		fmt.Println()
+	}
 	return 0
 }

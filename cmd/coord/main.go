@@ -39,6 +39,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "digest" {
 		os.Exit(runDigest(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "version" {
+		os.Exit(runVersion())
+	}
 	os.Exit(run(os.Args[1:]))
 }
 
@@ -71,6 +74,18 @@ const defaultGCPercent = 400
 
 func run(args []string) int {
 	fs := flag.NewFlagSet("coord", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: coord [flags]          run a server (alone, with no flags: data in ./coord-data)
+       coord local [flags]    run a loopback cluster of real processes (coord local -help)
+       coord health [flags]   ask a server's /health, for container health checks
+       coord keygen [-o FILE] write a new cluster key
+       coord digest USER:PASSWORD  print a -super-digest value
+       coord version          print the version
+
+Flags of a server:
+`)
+		fs.PrintDefaults()
+	}
 	cfg := server.DefaultConfig()
 	configFile := fs.String("config", "", "JSON config file (flags override it)")
 	id := fs.String("id", cfg.ID, "server id, unique in the cluster")
@@ -125,6 +140,15 @@ func run(args []string) int {
 	logStore := fs.String("log-store", cfg.LogStore, "raft log store of a new data directory: bolt (raft-boltdb, raft.db) or wal (raft-wal segment files, wal/); empty: what the directory holds, else wal; a directory keeps its store")
 	gcPercent := fs.Int("gc-percent", defaultGCPercent, "Go garbage collector target (GOGC): heap growth, in percent, between collections; the environment's GOGC wins unless this flag is given")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		// A misspelt command must not start a server and bootstrap
+		// ./coord-data.
+		fmt.Fprintf(os.Stderr, "coord: unknown command %q (commands: local, health, keygen, digest, version; coord -help)\n", fs.Arg(0))
 		return 2
 	}
 	set := map[string]bool{}
