@@ -238,6 +238,10 @@ Flags of a server:
 			}
 			v = parsed
 		}
+		if set[d.name] && v <= 0 {
+			fmt.Fprintf(os.Stderr, "coord: -%s %v: want > 0\n", d.name, v)
+			return 2
+		}
 		if v != 0 {
 			*d.dst = v
 		}

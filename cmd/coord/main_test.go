@@ -7,10 +7,10 @@ import (
 
 // TestUnknownCommandStartsNothing: a misspelt command is refused before a
 // server starts and bootstraps ./coord-data (issue 27: `coord lcoal` ran a
-// server); -help exits 0.
+// server), as is a zero -tick (it was taken as the default); -help exits 0.
 func TestUnknownCommandStartsNothing(t *testing.T) {
 	t.Chdir(t.TempDir())
-	for _, args := range [][]string{{"lcoal"}, {"-id", "x", "version2"}} {
+	for _, args := range [][]string{{"lcoal"}, {"-id", "x", "version2"}, {"-tick", "0"}, {"-max-session-timeout", "-1s"}} {
 		if rc := run(args); rc != 2 {
 			t.Errorf("coord %q: exit %d, want 2", args, rc)
 		}
