@@ -169,22 +169,16 @@ func (v *View) writeTo(w io.Writer, noPasswords bool) (int64, error) {
 
 // Digest is the SHA-256 of the state's snapshot stream: two states are equal
 // exactly when their digests are.
-func (v *View) Digest() [32]byte {
-	h := sha256.New()
-	bw := bufio.NewWriterSize(h, 1<<16)
-	v.WriteTo(bw) // a hash never fails to write
-	bw.Flush()
-	var d [32]byte
-	h.Sum(d[:0])
-	return d
-}
+func (v *View) Digest() [32]byte { return v.digest(false) }
 
 // DigestWithoutPasswords is the SHA-256 of WriteToWithoutPasswords' stream:
 // the digest a state restored from that stream has (its Digest).
-func (v *View) DigestWithoutPasswords() [32]byte {
+func (v *View) DigestWithoutPasswords() [32]byte { return v.digest(true) }
+
+func (v *View) digest(noPasswords bool) [32]byte {
 	h := sha256.New()
 	bw := bufio.NewWriterSize(h, 1<<16)
-	v.WriteToWithoutPasswords(bw) // a hash never fails to write
+	v.writeTo(bw, noPasswords) // a hash never fails to write
 	bw.Flush()
 	var d [32]byte
 	h.Sum(d[:0])

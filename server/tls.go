@@ -14,14 +14,15 @@ import (
 	"coord/fsm"
 )
 
-// TLS for every port from one set of PEM files (Config.TLSCert, TLSKey,
-// TLSCA): the ZooKeeper port (TLS and plaintext on one port, told apart by
-// the first byte, as ZooKeeper's port unification; plaintext refused with
-// TLSOnly) and an optional TLS-only ZooKeeper port (SecureZKAddr, as
-// ZooKeeper's secureClientPort), gRPC (clients, admin and server to
-// server), raft's traffic and HTTP. The files are read again when they
-// change on disk, at most once per tlsReloadEvery, so a rotated certificate
-// serves new connections without a restart.
+// TLS for every client and admin port from one set of PEM files
+// (Config.TLSCert, TLSKey, TLSCA): the ZooKeeper port (TLS and plaintext on
+// one port, told apart by the first byte, as ZooKeeper's port unification;
+// plaintext refused with TLSOnly) and an optional TLS-only ZooKeeper port
+// (SecureZKAddr, as ZooKeeper's secureClientPort), gRPC (sessions and
+// admin) and HTTP. The peer plane has a trust of its own (peerauth.go). The
+// files are read again when they change on disk, at most once per
+// tlsReloadEvery, so a rotated certificate serves new connections without a
+// restart.
 
 // tlsReloadEvery bounds how often the files' modification times are checked.
 const tlsReloadEvery = time.Second
@@ -116,33 +117,6 @@ func (f *tlsFiles) serverConfig() *tls.Config {
 				c.ClientAuth = tls.VerifyClientCertIfGiven
 			}
 			return c, nil
-		},
-	}
-}
-
-// peerConfig is the TLS configuration of this server's connections to the
-// other servers: it presents its certificate (for servers that ask) and
-// verifies theirs against the CA (or the system's roots without one).
-func (f *tlsFiles) peerConfig() *tls.Config {
-	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			cert, _ := f.current()
-			return cert, nil
-		},
-		// The CA may be rotated too: verify against the current pool.
-		InsecureSkipVerify: true,
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			_, pool := f.current()
-			opts := x509.VerifyOptions{Roots: pool, DNSName: cs.ServerName, Intermediates: x509.NewCertPool()}
-			if len(cs.PeerCertificates) == 0 {
-				return errors.New("server: peer presented no certificate")
-			}
-			for _, c := range cs.PeerCertificates[1:] {
-				opts.Intermediates.AddCert(c)
-			}
-			_, err := cs.PeerCertificates[0].Verify(opts)
-			return err
 		},
 	}
 }
