@@ -26,10 +26,16 @@ func GeneratePassword(rand io.Reader) ([]byte, error) {
 // CheckPassword reports whether given matches stored. The comparison takes the
 // same time wherever the first differing byte is, so a client re-attaching to
 // a session cannot learn the password byte by byte. A stored password of the
-// wrong length matches nothing: an empty one must not let an empty guess in.
+// wrong length matches nothing (an empty one, as a snapshot saved without
+// passwords restores it, must not let an empty guess in), and neither does an
+// all-zero one, which a client could guess.
 func CheckPassword(stored, given []byte) bool {
 	if len(stored) != PasswordLen {
 		return false
 	}
-	return subtle.ConstantTimeCompare(stored, given) == 1
+	var any byte
+	for _, b := range stored {
+		any |= b
+	}
+	return any != 0 && subtle.ConstantTimeCompare(stored, given) == 1
 }

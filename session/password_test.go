@@ -84,6 +84,7 @@ func TestCheckPassword(t *testing.T) {
 		{"stored empty, given empty", []byte{}, []byte{}, false},
 		{"both nil", nil, nil, false},
 		{"stored short but equal", stored[:8], stored[:8], false},
+		{"stored all zero, given the same", make([]byte, PasswordLen), make([]byte, PasswordLen), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

