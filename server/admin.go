@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -183,20 +184,35 @@ func (a *adminService) Status(ctx context.Context, _ *api.StatusRequest) (*api.S
 	}, nil
 }
 
-// dbBytes is the size of the raft log store's files (0 with stores handed
-// in).
-func (s *Server) dbBytes() int64 {
-	if s.cfg.Stores != nil {
-		return 0
-	}
-	return replica.LogStoreBytes(s.cfg.DataDir)
-}
+// dbBytes is what the raft log store uses of its files: the bytes written
+// in raft-wal's segments, or bbolt's pages in use; not the room either
+// keeps ahead of use (replica.LogStoreUsedBytes; 0 with stores handed in).
+func (s *Server) dbBytes() int64 { return s.rep.LogStoreUsedBytes() }
 
+// errNotMember answers Members on a server that was in the raft
+// configuration and has been removed from it (it keeps running, as a
+// removed ZooKeeper server does). A server not yet added, or not yet told
+// it was, answers with what it knows.
+var errNotMember = status.Error(codes.FailedPrecondition,
+	"server: this server was removed from the cluster's configuration; ask a member")
+
+// Members lists raft's configuration as this server has it: every voter
+// and non-voter (observer), who leads, and whether each is alive. Alive is
+// one test made from the answering server: the server itself is alive, and
+// another is alive if it answers this server's Status call on the peer
+// plane within RaftTimeout (the calls go out together). So every server of
+// a healthy cluster, all reaching all, answers alike, with gossip or
+// without; a server cut off from some members says so of those. A server
+// removed from the configuration answers errNotMember rather than a
+// membership it is no part of.
 func (a *adminService) Members(ctx context.Context, _ *api.MembersRequest) (*api.MembersResponse, error) {
 	s := a.s
 	servers, err := s.rep.Configuration()
 	if err != nil {
 		return nil, err
+	}
+	if s.removed.Load() && !slices.ContainsFunc(servers, func(m replica.Member) bool { return m.ID == s.cfg.ID }) {
+		return nil, errNotMember
 	}
 	// A member whose gRPC address this server does not know (added by its
 	// raft address alone): ask the members, at most once a second.
@@ -221,23 +237,46 @@ func (a *adminService) Members(ctx context.Context, _ *api.MembersRequest) (*api
 		known[id] = m
 	}
 	s.mu.Unlock()
+	alive := s.probeMembers(ctx, servers)
 	resp := &api.MembersResponse{}
-	for _, srv := range servers {
+	for i, srv := range servers {
 		m := known[srv.ID]
 		role := "voter"
 		if !srv.Voter {
 			role = "observer"
 		}
-		// Without gossip, what raft lists is taken as alive; with it, gossip
-		// says (this server is alive by definition).
-		alive := true
-		if s.gossip != nil && srv.ID != s.cfg.ID {
-			alive, _ = s.gossip.isAlive(srv.ID)
-		}
 		resp.Members = append(resp.Members, &api.Member{Id: srv.ID, RaftAddr: srv.Addr,
-			GrpcAddr: m.GRPCAddr, ZkAddr: m.ZKAddr, Role: role, Leader: srv.ID == leaderID, Alive: alive})
+			GrpcAddr: m.GRPCAddr, ZkAddr: m.ZKAddr, Role: role, Leader: srv.ID == leaderID, Alive: alive[i]})
 	}
 	return resp, nil
+}
+
+// probeMembers tells which of servers are alive as Members defines it:
+// this server, and those that answer its Status call on the peer plane
+// within RaftTimeout.
+func (s *Server) probeMembers(ctx context.Context, servers []replica.Member) []bool {
+	alive := make([]bool, len(servers))
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RaftTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, srv := range servers {
+		if srv.ID == s.cfg.ID {
+			alive[i] = true
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cc, err := s.rep.PeerConn(srv.Addr)
+			if err != nil {
+				return
+			}
+			st, err := api.NewAdminClient(cc).Status(ctx, &api.StatusRequest{})
+			alive[i] = err == nil && st.Id == srv.ID
+		}()
+	}
+	wg.Wait()
+	return alive
 }
 
 // errNotLeader tells an operator to ask the leader.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"regexp"
@@ -284,82 +285,107 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first field that cannot work, naming it and its bounds.
+// maxSessionTimeout is the largest session timeout a ZooKeeper client can
+// be given: the wire carries it as an int32 of milliseconds.
+const maxSessionTimeout = time.Duration(math.MaxInt32) * time.Millisecond
+
+// fieldError is a Validate error: it names the coord flag that sets the
+// field first (what a user of the command line gave) and the field.
+func fieldError(flag, field, format string, args ...any) error {
+	return fmt.Errorf("server: -%s (Config.%s) "+format, append([]any{flag, field}, args...)...)
+}
+
+// Validate reports the first field that cannot work, naming it, the flag
+// that sets it and its bounds.
 func (c *Config) Validate() error {
 	switch {
 	case c.ID == "":
-		return errors.New("server: Config.ID must not be empty")
+		return fieldError("id", "ID", "must not be empty")
 	case c.DataDir == "":
-		return errors.New("server: Config.DataDir must not be empty")
+		return fieldError("data-dir", "DataDir", "must not be empty")
 	case c.RaftAddr == "":
-		return errors.New("server: Config.RaftAddr must not be empty")
+		return fieldError("raft-addr", "RaftAddr", "must not be empty")
 	case c.GRPCAddr == "":
-		return errors.New("server: Config.GRPCAddr must not be empty")
+		return fieldError("grpc-addr", "GRPCAddr", "must not be empty")
 	case c.PeerSourceIP != "" && net.ParseIP(c.PeerSourceIP) == nil:
-		return fmt.Errorf("server: Config.PeerSourceIP %q is not an IP address", c.PeerSourceIP)
+		return fieldError("peer-source-ip", "PeerSourceIP", "%q is not an IP address", c.PeerSourceIP)
 	case c.LogStore != "" && !slices.Contains(replica.LogStoreKinds, c.LogStore):
-		return fmt.Errorf("server: Config.LogStore = %q, want one of %v (or empty)", c.LogStore, replica.LogStoreKinds)
+		return fieldError("log-store", "LogStore", "= %q, want one of %v (or empty)", c.LogStore, replica.LogStoreKinds)
 	case c.MaxOutstanding < 1:
-		return fmt.Errorf("server: Config.MaxOutstanding = %d, want >= 1", c.MaxOutstanding)
+		return fieldError("max-outstanding", "MaxOutstanding", "= %d, want >= 1", c.MaxOutstanding)
 	case c.MaxQueuedBytes < 1:
-		return fmt.Errorf("server: Config.MaxQueuedBytes = %d, want >= 1", c.MaxQueuedBytes)
+		return fieldError("max-queued-bytes", "MaxQueuedBytes", "= %d, want >= 1", c.MaxQueuedBytes)
 	case c.ZKAddr != "" && c.MaxFrameBytes < 1024:
 		return fmt.Errorf("server: Config.MaxFrameBytes = %d, want >= 1024", c.MaxFrameBytes)
 	case c.MaxRequestBytes < 1024:
 		return fmt.Errorf("server: Config.MaxRequestBytes = %d, want >= 1024", c.MaxRequestBytes)
 	case c.MaxDataBytes < 0 || c.MaxDataBytes > 1<<30:
-		return fmt.Errorf("server: Config.MaxDataBytes = %d, want 0 (the default, %d) to %d", c.MaxDataBytes, DefaultMaxDataBytes, 1<<30)
+		return fieldError("max-data-bytes", "MaxDataBytes", "= %d, want 0 (the default, %d) to %d", c.MaxDataBytes, DefaultMaxDataBytes, 1<<30)
 	case !(c.LeaderLossFraction > 0 && c.LeaderLossFraction < 2.0/3):
-		return fmt.Errorf("server: Config.LeaderLossFraction = %v, want above 0 and below 2/3", c.LeaderLossFraction)
+		return fieldError("leader-loss-fraction", "LeaderLossFraction", "= %v, want above 0 and below 2/3", c.LeaderLossFraction)
 	case c.MaxWatchesPerSession < 0:
-		return fmt.Errorf("server: Config.MaxWatchesPerSession = %d, want >= 0 (0: no limit)", c.MaxWatchesPerSession)
+		return fieldError("max-watches-per-session", "MaxWatchesPerSession", "= %d, want >= 0 (0: no limit)", c.MaxWatchesPerSession)
 	case c.MaxClientConns < 0:
-		return fmt.Errorf("server: Config.MaxClientConns = %d, want >= 0 (0: no limit)", c.MaxClientConns)
+		return fieldError("max-client-conns", "MaxClientConns", "= %d, want >= 0 (0: no limit)", c.MaxClientConns)
 	case c.HandshakeTimeout <= 0:
-		return fmt.Errorf("server: Config.HandshakeTimeout = %v, want > 0", c.HandshakeTimeout)
+		return fieldError("handshake-timeout", "HandshakeTimeout", "= %v, want > 0", c.HandshakeTimeout)
 	case c.ContainerCheckInterval <= 0:
-		return fmt.Errorf("server: Config.ContainerCheckInterval = %v, want > 0", c.ContainerCheckInterval)
+		return fieldError("container-check-interval", "ContainerCheckInterval", "= %v, want > 0", c.ContainerCheckInterval)
 	case c.DiskCheckInterval <= 0:
 		return fmt.Errorf("server: Config.DiskCheckInterval = %v, want > 0", c.DiskCheckInterval)
 	case c.RaftTimeout < 10*time.Millisecond:
-		return fmt.Errorf("server: Config.RaftTimeout = %v, want >= 10ms", c.RaftTimeout)
+		return fieldError("raft-timeout", "RaftTimeout", "= %v, want >= 10ms", c.RaftTimeout)
 	case c.CommitTimeout < time.Millisecond || c.CommitTimeout > c.RaftTimeout:
-		return fmt.Errorf("server: Config.CommitTimeout = %v, want >= 1ms (raft's minimum) and <= RaftTimeout (%v)", c.CommitTimeout, c.RaftTimeout)
+		return fieldError("commit-timeout", "CommitTimeout", "= %v, want >= 1ms (raft's minimum) and <= -raft-timeout (%v)", c.CommitTimeout, c.RaftTimeout)
 	case c.SnapshotInterval <= 0:
 		return fmt.Errorf("server: Config.SnapshotInterval = %v, want > 0", c.SnapshotInterval)
+	case c.Tick <= 0:
+		return fieldError("tick", "Tick", "= %v, want > 0", c.Tick)
 	}
+	for _, t := range []struct {
+		flag, field string
+		d           time.Duration
+	}{{"min-session-timeout", "MinSessionTimeout", c.MinSessionTimeout}, {"max-session-timeout", "MaxSessionTimeout", c.MaxSessionTimeout}} {
+		if t.d < time.Millisecond || t.d > maxSessionTimeout || t.d%time.Millisecond != 0 {
+			return fieldError(t.flag, t.field, "= %v, want a whole number of milliseconds from 1ms to %v", t.d, maxSessionTimeout)
+		}
+	}
+	if c.MaxSessionTimeout < c.MinSessionTimeout {
+		return fieldError("max-session-timeout", "MaxSessionTimeout", "= %v, want >= -min-session-timeout (%v)", c.MaxSessionTimeout, c.MinSessionTimeout)
+	}
+	// The session package's own check, should it ever ask more.
 	if err := c.bounds().Validate(); err != nil {
 		return err
 	}
 	for _, p := range c.Peers {
 		if p.ID == "" || p.RaftAddr == "" || p.GRPCAddr == "" {
-			return fmt.Errorf("server: Config.Peers entry %+v needs an ID, a RaftAddr and a GRPCAddr", p)
+			return fieldError("peers", "Peers", "entry %+v needs an ID, a RaftAddr and a GRPCAddr", p)
 		}
 	}
 	if c.Bootstrap && c.Observer {
-		return errors.New("server: Config.Bootstrap is for voters; an observer joins an existing cluster")
+		return fieldError("bootstrap", "Bootstrap", "is for voters; an observer (-observer) joins an existing cluster")
 	}
 	if d := c.SuperDigest; d != "" {
 		if user, hash, ok := strings.Cut(d, ":"); !ok || user == "" || hash == "" {
-			return fmt.Errorf("server: Config.SuperDigest %q: want user:base64-sha1 (the digest id of the superuser's user:password)", d)
+			return fieldError("super-digest", "SuperDigest", "%q: want user:base64-sha1 (the digest id of the superuser's user:password)", d)
 		}
 	}
 	for _, dn := range c.AdminX509 {
 		if strings.TrimSpace(dn) == "" || !strings.Contains(dn, "=") {
-			return fmt.Errorf("server: Config.AdminX509 entry %q: want a certificate subject in RFC 2253 form, such as CN=ops,O=example", dn)
+			return fieldError("admin-x509", "AdminX509", "entry %q: want a certificate subject in RFC 2253 form, such as CN=ops,O=example", dn)
 		}
 	}
 	if (c.PeerCert != "" || c.PeerKey != "" || c.PeerCA != "") && (c.PeerCert == "" || c.PeerKey == "" || c.PeerCA == "") {
-		return errors.New("server: peer certificates need all three of Config.PeerCert, PeerKey and PeerCA (-peer-cert, -peer-key, -peer-ca)")
+		return errors.New("server: peer certificates need all three of -peer-cert, -peer-key and -peer-ca (Config.PeerCert, PeerKey, PeerCA)")
 	}
 	if n := len(c.ClusterKey); n != 0 && n < 16 {
 		return fmt.Errorf("server: Config.ClusterKey has %d bytes, want at least 16", n)
 	}
 	if (c.TLSOnly || c.TLSClientAuth || c.SecureZKAddr != "" || c.TLSCA != "") && (c.TLSCert == "" || c.TLSKey == "") {
-		return errors.New("server: the TLS settings need Config.TLSCert and Config.TLSKey (-tls-cert, -tls-key)")
+		return errors.New("server: -tls-only, -tls-client-auth, -secure-zk-addr and -tls-ca need -tls-cert and -tls-key (Config.TLSCert, TLSKey)")
 	}
 	if n := len(c.GossipKey); n != 0 && n != 16 && n != 24 && n != 32 {
-		return fmt.Errorf("server: Config.GossipKey has %d bytes, want 16, 24 or 32", n)
+		return fieldError("gossip-key", "GossipKey", "has %d bytes, want 16, 24 or 32", n)
 	}
 	if st := c.Stores; st != nil && (st.Log == nil || st.Stable == nil || st.Snapshots == nil) {
 		return errors.New("server: Config.Stores needs a Log, a Stable and a Snapshots store")

@@ -38,8 +38,10 @@ func (s *Server) leaderLoop() {
 			switch in := s.inConfiguration(); {
 			case in:
 				wasMember, toldRemoved = true, false
+				s.removed.Store(false)
 			case wasMember && !toldRemoved:
 				toldRemoved = true
+				s.removed.Store(true)
 				s.log.Warn("this server was removed from the cluster's configuration; it will not rejoin by itself (add it back with the admin API)")
 			case !wasMember && time.Since(lastReconcile) > s.cfg.RaftTimeout:
 				lastReconcile = time.Now()

@@ -6,7 +6,6 @@ import (
 	"log"
 	"net"
 	"strconv"
-	"sync"
 	"time"
 
 	"coord/internal/logbridge"
@@ -15,16 +14,14 @@ import (
 )
 
 // gossip runs hashicorp/memberlist: every server advertises its id, role and
-// addresses, learns the others', and knows which are alive. A server that is
+// addresses and learns the others' (Members asks the servers themselves
+// whether they are alive: see adminService.Members). A server that is
 // not in the raft configuration asks the servers it learned of to add it
 // (join; the leader adds it in reconcileMembers), so joining a cluster takes
 // only the gossip address of one member.
 type gossip struct {
 	s  *Server
 	ml *memberlist.Memberlist
-
-	mu    sync.Mutex
-	alive map[string]bool
 }
 
 // gossipMeta is what each server advertises (memberlist node metadata).
@@ -45,7 +42,7 @@ func (s *Server) startGossip() error {
 	if err != nil {
 		return fmt.Errorf("server: GossipAddr port: %w", err)
 	}
-	g := &gossip{s: s, alive: map[string]bool{}}
+	g := &gossip{s: s}
 	mc := memberlist.DefaultLANConfig()
 	if s.cfg.RaftTimeout < time.Second {
 		mc = memberlist.DefaultLocalConfig()
@@ -104,13 +101,6 @@ func (g *gossip) leave() {
 	g.ml.Shutdown()
 }
 
-func (g *gossip) isAlive(id string) (alive, known bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	alive, known = g.alive[id]
-	return alive, known
-}
-
 // NodeMeta implements memberlist.Delegate.
 func (g *gossip) NodeMeta(limit int) []byte {
 	s := g.s
@@ -143,9 +133,6 @@ func (g *gossip) update(n *memberlist.Node, alive bool) {
 	if err := json.Unmarshal(n.Meta, &m); err != nil || m.ID == "" {
 		return
 	}
-	g.mu.Lock()
-	g.alive[m.ID] = alive
-	g.mu.Unlock()
 	if alive && m.ID != g.s.cfg.ID {
 		g.s.learn(Member{ID: m.ID, RaftAddr: m.RaftAddr, GRPCAddr: m.GRPCAddr, ZKAddr: m.ZKAddr, Observer: m.Observer})
 	}

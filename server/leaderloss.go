@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"time"
 )
@@ -116,7 +117,11 @@ func (s *Server) waitServing(ctx context.Context) error {
 	for !s.Serving() {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("server: not serving requests (no contact with a leader for %v)", s.leaderContactAge(time.Now()).Round(time.Millisecond))
+			now := time.Now()
+			if age := s.leaderContactAge(now); age != math.MaxInt64 {
+				return fmt.Errorf("server: not serving requests (no contact with a leader for %v)", age.Round(time.Millisecond))
+			}
+			return fmt.Errorf("server: not serving requests (no leader yet, %v after start)", now.Sub(s.started).Round(time.Millisecond))
 		case <-s.closing:
 			return errClosed
 		case <-time.After(5 * time.Millisecond):
@@ -126,42 +131,71 @@ func (s *Server) waitServing(ctx context.Context) error {
 }
 
 // leaderLossLoop closes the connections of sessions whose bound has passed
-// without contact with a leader.
+// without contact with a leader. A server that has had no leader since it
+// started has lost nothing: it is waiting for its first one, says so once
+// if that takes longer than the bound, and serves from the first contact.
 func (s *Server) leaderLossLoop() {
 	defer s.wg.Done()
 	minBound := s.leaderLossBound(s.cfg.MinSessionTimeout)
 	t := time.NewTicker(min(max(minBound/8, 5*time.Millisecond), 50*time.Millisecond))
 	defer t.Stop()
-	wasServing := true
+	// The state the loop last saw: waiting for a first leader (never
+	// heard from one since the start), serving, or lost (not serving).
+	const (
+		waiting = iota
+		serving
+		lost
+	)
+	state, served, waitLogged := waiting, false, false
 	for {
 		select {
 		case <-s.closing:
 			return
 		case <-t.C:
 		}
-		age := s.leaderContactAge(time.Now())
-		serving := age <= minBound
-		if serving != wasServing {
-			wasServing = serving
-			if serving {
-				s.log.Info("serving again: in contact with a leader")
-				if n := s.sess.EndReadOnly(errReadWrite); n > 0 {
-					s.log.Info("closed read-only connections: the server is read-write again", "connections", n)
-				}
-			} else {
-				s.log.Warn("not serving: no contact with a leader", "for", age.Round(time.Millisecond))
-				s.metrics.notServing.Inc()
+		now := time.Now()
+		age := s.leaderContactAge(now)
+		was := state
+		switch {
+		case age == math.MaxInt64:
+			state = waiting
+			if !waitLogged && now.Sub(s.started) > minBound {
+				waitLogged = true
+				s.log.Info("waiting for a leader", "for", now.Sub(s.started).Round(time.Millisecond))
 			}
+		case age <= minBound:
+			state = serving
+		default:
+			state = lost
 		}
-		if serving {
+		switch {
+		case state == was:
+		case state == serving:
+			if served {
+				s.log.Info("serving again: in contact with a leader")
+			} else if waitLogged {
+				s.log.Info("serving: in contact with a leader")
+			}
+			served = true
+			if n := s.sess.EndReadOnly(errReadWrite); n > 0 {
+				s.log.Info("closed read-only connections: the server is read-write again", "connections", n)
+			}
+		case state == lost:
+			s.log.Warn("not serving: no contact with a leader", "for", age.Round(time.Millisecond))
+			s.metrics.notServing.Inc()
+		}
+		if state == serving {
 			continue
+		}
+		since := slog.Duration("for", age.Round(time.Millisecond))
+		if state == waiting {
+			since = slog.Duration("since_start", now.Sub(s.started).Round(time.Millisecond))
 		}
 		for _, c := range s.sess.Conns() {
 			if c.ReadOnly() || age <= s.leaderLossBound(c.Timeout()) {
 				continue
 			}
-			s.log.Info("closing a client connection: no contact with a leader", "session", fmt.Sprintf("0x%x", c.ID()),
-				"for", age.Round(time.Millisecond))
+			s.log.Info("closing a client connection: no contact with a leader", "session", fmt.Sprintf("0x%x", c.ID()), since)
 			s.metrics.leaderLossDrops.Inc()
 			c.Shut(errLeaderLost)
 		}

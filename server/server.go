@@ -31,6 +31,10 @@ type Server struct {
 	rep  *replica.Replica // the raft member: log, proposer, forwarder, apply
 	sess *sessions.Layer  // the sessions connected here and their request path
 
+	// removed: this server was in the raft configuration and is no longer
+	// (an operator removed it); Members then refuses to answer as a member.
+	removed atomic.Bool
+
 	gate        *netGate     // all traffic with the other servers (netgate.go)
 	tls         *tlsFiles    // nil without TLS (tls.go)
 	secureZKLis net.Listener // the TLS-only ZooKeeper port, if any
@@ -176,8 +180,43 @@ func New(cfg Config) (*Server, error) {
 	go s.leaderLoop()
 	go s.touchLoop()
 	go s.diskLoop()
-	log.Info("coord server started", "raft", s.RaftAddr(), "grpc", s.GRPCAddr(), "gossip", s.GossipAddr(), "observer", cfg.Observer)
+	s.logStarted()
 	return s, nil
+}
+
+// logStarted logs the one line that says where this server listens and
+// how each plane is secured: "off" for a listener that is not on; TLS on
+// the client plane (ZooKeeper port, gRPC sessions) and the admin plane
+// (Admin gRPC, HTTP) with -tls-cert, and the peer plane always (a cluster
+// key or peer certificates).
+func (s *Server) logStarted() {
+	orOff := func(addr string) string {
+		if addr == "" {
+			return "off"
+		}
+		return addr
+	}
+	clientTLS, adminTLS := "off", "off"
+	if s.tls != nil {
+		clientTLS, adminTLS = "on", "on"
+		if s.cfg.TLSOnly {
+			clientTLS = "only"
+		}
+		if s.cfg.TLSClientAuth {
+			clientTLS += ", client certificates required"
+		}
+	}
+	peerTLS := "on, cluster key"
+	if s.cfg.PeerCert != "" {
+		peerTLS = "on, peer certificates"
+	}
+	attrs := []any{"raft", s.RaftAddr(), "grpc", s.GRPCAddr(), "zk", orOff(s.ZKAddr())}
+	if a := s.SecureZKAddr(); a != "" {
+		attrs = append(attrs, "secure_zk", a)
+	}
+	attrs = append(attrs, "http", orOff(s.HTTPAddr()), "gossip", orOff(s.GossipAddr()), "observer", s.cfg.Observer,
+		"tls_client", clientTLS, "tls_admin", adminTLS, "tls_peer", peerTLS)
+	s.log.Info("coord server started", attrs...)
 }
 
 // startReplica opens the peer plane's listener (through the gate) and

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync/atomic"
 	"time"
 
 	"coord/fsm"
@@ -132,7 +131,8 @@ type zkTag struct {
 	// marshalAt is 1 + the index of a multi's first op that fails the
 	// whole multi with MarshallingError if it is reached (multiOp); 0 if none.
 	marshalAt int
-	close     bool // close the connection after this reply
+	close     bool      // close the connection after this reply
+	start     time.Time // when the request arrived (its latency, zkstats.go)
 }
 
 // zkConn is one ZooKeeper protocol connection.
@@ -142,14 +142,12 @@ type zkConn struct {
 	c   *sessions.Conn
 	max int
 
-	received, sent atomic.Int64
-	lastOp         atomic.Value // string
-	lastXid        atomic.Int64
-	established    time.Time
+	stats *zkConnStats // what cons and stat report (zkstats.go)
 }
 
 func (s *Server) serveZK(nc net.Conn) {
 	defer nc.Close()
+	stats := newZKConnStats(s.metrics.zk, time.Now())
 	br := bufio.NewReaderSize(nc, 64<<10)
 	// The connect request (or a four-letter word) must come within the
 	// handshake timeout (ZooKeeper: sessionlessCnxnTimeout, 10 s).
@@ -160,7 +158,9 @@ func (s *Server) serveZK(nc net.Conn) {
 		return
 	}
 	if cmd, ok := zk.IsFourLetterWord(prefix); ok {
+		s.metrics.zk.received.Add(1)
 		s.fourLetterWord(nc, cmd)
+		s.metrics.zk.sent.Add(1)
 		return
 	}
 	frame, err := zk.ReadFrame(br, s.cfg.MaxFrameBytes)
@@ -168,6 +168,8 @@ func (s *Server) serveZK(nc net.Conn) {
 		s.handshakeFailed(err)
 		return
 	}
+	stats.packetReceived()
+	arrived := time.Now()
 	var creq zk.ConnectRequest
 	if err := zk.Unmarshal(frame, &creq); err != nil {
 		s.log.Info("bad ZooKeeper connect request", "remote", nc.RemoteAddr(), "err", err)
@@ -186,7 +188,9 @@ func (s *Server) serveZK(nc net.Conn) {
 			// ZooKeeper answers an expired session or a wrong password
 			// with a zero session, which clients report as expired.
 			refusal := creq.Refusal()
-			nc.Write(zk.AppendConnectResponse(nil, &refusal))
+			if _, err := nc.Write(zk.AppendConnectResponse(nil, &refusal)); err == nil {
+				stats.packetSent()
+			}
 		}
 		s.log.Info("ZooKeeper connect refused", "remote", nc.RemoteAddr(), "err", err)
 		return
@@ -196,9 +200,13 @@ func (s *Server) serveZK(nc net.Conn) {
 		c.Shut(err)
 		return
 	}
-	zc := &zkConn{s: s, nc: nc, c: c, max: s.cfg.MaxFrameBytes, established: time.Now()}
-	zc.lastOp.Store("NA")
-	zc.lastXid.Store(-1)
+	stats.packetSent()
+	if creq.SessionID == 0 {
+		// A new session's connect is its createSession request (cxid 0),
+		// as ZooKeeper counts it; a re-attach is no request.
+		stats.replied(zk.OpCreateSession, 0, resp.Zxid, arrived)
+	}
+	zc := &zkConn{s: s, nc: nc, c: c, max: s.cfg.MaxFrameBytes, stats: stats}
 	s.mu.Lock()
 	s.zkByConn[c] = zc
 	s.mu.Unlock()
@@ -225,17 +233,14 @@ func (zc *zkConn) readLoop(br *bufio.Reader, timeout time.Duration) {
 			}
 			return
 		}
-		zc.received.Add(1)
+		arrived := time.Now()
+		zc.stats.packetReceived()
 		zc.s.sess.Touch(zc.c.ID())
 		h, body, err := zk.DecodeRequest(frame)
 		if err != nil && h == (zk.RequestHeader{}) {
 			return // not even a header: the stream is beyond saving
 		}
-		req, tag := zc.translate(h, body, err)
-		zc.lastOp.Store(zk.LastOpName(h.Type))
-		if h.Xid >= 0 {
-			zc.lastXid.Store(int64(h.Xid))
-		}
+		req, tag := zc.translate(h, body, err, arrived)
 		zc.c.Handle(req)
 		if tag.close {
 			return
@@ -246,8 +251,8 @@ func (zc *zkConn) readLoop(br *bufio.Reader, timeout time.Duration) {
 // translate maps a decoded jute request to the session layer's request,
 // with the tag its reply will need. A request coord does not serve is
 // refused with a code, in its place among the session's replies.
-func (zc *zkConn) translate(h zk.RequestHeader, body zk.Record, decodeErr error) (*sessions.Request, zkTag) {
-	tag := zkTag{op: h.Type}
+func (zc *zkConn) translate(h zk.RequestHeader, body zk.Record, decodeErr error, arrived time.Time) (*sessions.Request, zkTag) {
+	tag := zkTag{op: h.Type, start: arrived}
 	req := &sessions.Request{Xid: int64(h.Xid)}
 	refuse := func(code fsm.Code, close bool) {
 		req.Kind, req.Code, tag.close = sessions.OpRefuse, code, close
@@ -437,6 +442,7 @@ func (zc *zkConn) writeLoop() {
 				}
 				tag, _ := m.Tag.(zkTag)
 				buf = encodeReply(buf, tag, m)
+				zc.stats.replied(tag.op, m.Xid, m.Zxid, tag.start)
 				closeAfter = tag.close || ((tag.op == zk.OpAuth || tag.op == zk.OpSASL) && m.Err == fsm.AuthFailed)
 			default:
 				continue
@@ -445,7 +451,7 @@ func (zc *zkConn) writeLoop() {
 				zc.c.Shut(err)
 				return
 			}
-			zc.sent.Add(1)
+			zc.stats.packetSent()
 			if closeAfter {
 				bw.Flush()
 				zc.c.Shut(nil)

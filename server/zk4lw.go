@@ -1,10 +1,13 @@
 package server
 
 import (
+	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,9 +46,9 @@ func (s *Server) fourLetterWord(nc net.Conn, cmd string) {
 	case "srvr":
 		out = zk.FormatSrvr(s.serverStats())
 	case "stat":
-		out = zk.FormatStat(s.serverStats(), s.connStats(false))
+		out = zk.FormatStat(s.serverStats(), s.connStats(nc))
 	case "cons":
-		out = zk.FormatCons(s.connStats(true))
+		out = zk.FormatCons(s.connStats(nc))
 	case "mntr":
 		out = zk.FormatMntr(s.monitorStats())
 	case "conf":
@@ -71,13 +74,20 @@ func (s *Server) fourLetterWord(nc net.Conn, cmd string) {
 		out = zk.FormatWchp(w)
 	case "dump":
 		out = zk.FormatDump(s.dumpInfo())
-	case "srst", "crst":
+	case "srst":
+		s.metrics.zk.reset()
 		out = zk.StatsReset
-		if cmd == "crst" {
-			out = zk.ConnStatsReset
+	case "crst":
+		for _, zc := range s.zkConnList() {
+			zc.stats.reset()
 		}
+		out = zk.ConnStatsReset
 	case "dirs":
-		out = zk.FormatDirs(dirSize(s.cfg.DataDir), 0)
+		// One directory holds coord's snapshots and its log, as a
+		// ZooKeeper dataDir without a dataLogDir of its own: both sizes
+		// are its size.
+		size := dirSize(s.cfg.DataDir)
+		out = zk.FormatDirs(size, size)
 	case "gtmk":
 		out = zk.FormatTraceMask(0)
 	default:
@@ -161,13 +171,15 @@ func (s *Server) zkConnList() []*zkConn {
 
 func (s *Server) serverStats() *zk.ServerStats {
 	v := s.View()
-	var recv, sent int64
+	zs := s.metrics.zk
+	lat := zs.latency()
+	var outstanding int64
 	for _, zc := range s.zkConnList() {
-		recv += zc.received.Load()
-		sent += zc.sent.Load()
+		outstanding += int64(zc.c.Outstanding())
 	}
 	st := &zk.ServerStats{
-		Version: Version, Received: recv, Sent: sent, Connections: int(s.zkConns.Load()),
+		Version: Version, LatencyMin: lat.minimum(), LatencyAvg: lat.average(), LatencyMax: lat.max,
+		Received: zs.received.Load(), Sent: zs.sent.Load(), Connections: int(s.zkConns.Load()), Outstanding: outstanding,
 		Zxid: int64(v.LastZxid()), Mode: s.zkMode(), NodeCount: v.NodeCount(),
 		ProposalLast: -1, ProposalMin: -1, ProposalMax: -1,
 	}
@@ -177,54 +189,100 @@ func (s *Server) serverStats() *zk.ServerStats {
 	return st
 }
 
-func (s *Server) connStats(full bool) []zk.ConnStats {
+// connStats lists the ZooKeeper port's sessions, then self, the connection
+// that asked (as ZooKeeper lists it: a four-letter word's connection has
+// sent nothing yet and reads nothing more).
+func (s *Server) connStats(self net.Conn) []zk.ConnStats {
 	var out []zk.ConnStats
 	for _, zc := range s.zkConnList() {
-		cs := zk.ConnStats{RemoteAddr: zc.nc.RemoteAddr().String(), InterestOps: 1,
-			Received: zc.received.Load(), Sent: zc.sent.Load()}
-		if full {
-			cs.SessionID = zc.c.ID()
-			cs.LastOp, _ = zc.lastOp.Load().(string)
-			cs.Established = zc.established.UnixMilli()
-			cs.Timeout = int32(zc.c.Timeout().Milliseconds())
-			cs.LastCxid = zc.lastXid.Load()
-			cs.LastZxid = int64(s.rep.LastZxid())
-			cs.LastResp = time.Now().UnixMilli()
-		}
-		out = append(out, cs)
+		out = append(out, zc.stats.connStats(zc.nc.RemoteAddr(), zc.c.ID(), zc.c.Timeout(), zc.c.Outstanding(), s.started))
 	}
-	return out
+	return append(out, zk.ConnStats{RemoteAddr: self.RemoteAddr().String(), Received: 1})
 }
 
 func (s *Server) monitorStats() *zk.MonitorStats {
 	st := s.serverStats()
 	v := s.View()
-	conns, _, total := s.sess.Watches().Stats()
-	_ = conns
+	_, _, total := s.sess.Watches().Stats()
 	var eph int64
 	for _, info := range v.Sessions() {
 		eph += int64(info.Ephemerals)
 	}
 	return &zk.MonitorStats{
-		Version: Version, ServerState: st.Mode, PacketsReceived: st.Received, PacketsSent: st.Sent,
-		NumAliveConnections: s.zkConns.Load(), Uptime: time.Since(s.started).Milliseconds(),
+		Version: Version, ServerState: st.Mode, AvgLatency: st.LatencyAvg, MaxLatency: st.LatencyMax, MinLatency: st.LatencyMin,
+		PacketsReceived: st.Received, PacketsSent: st.Sent, NumAliveConnections: s.zkConns.Load(), OutstandingRequests: st.Outstanding,
+		Uptime:     time.Since(s.started).Milliseconds(),
 		ZnodeCount: int64(v.NodeCount()), WatchCount: int64(total), EphemeralsCount: eph,
 		GlobalSessions: int64(len(v.Sessions())), OpenFileDescriptorCount: -1, MaxFileDescriptorCount: -1,
 		LastClientResponseSize: -1, MaxClientResponseSize: -1, MinClientResponseSize: -1,
 	}
 }
 
+// confInfo is conf: coord's own settings under ZooKeeper's names. The
+// data and log directory are both coord's data directory (see dirs).
+// For a server of a cluster (not standalone) the quorum part follows
+// /zookeeper/config (zkconfig.go): serverId is this server's number there,
+// quorumPort its raft port and electionPort its gRPC port, as in its
+// server line. initLimit and syncLimit (ticks a ZooKeeper follower may
+// take to sync with and to keep up with its leader) have no counterpart in
+// raft and are -1; electionAlg is 3, the only election ZooKeeper 3.8 has.
 func (s *Server) confInfo() *zk.ConfInfo {
-	port := 0
-	if a, ok := s.zkLis.Addr().(*net.TCPAddr); ok {
-		port = a.Port
+	size := dirSize(s.cfg.DataDir)
+	c := &zk.ConfInfo{
+		ClientPort: listenerPort(s.zkLis), SecureClientPort: -1, DataDir: s.cfg.DataDir, DataDirSize: size,
+		DataLogDir: s.cfg.DataDir, DataLogSize: size, TickTime: int(s.cfg.Tick.Milliseconds()),
+		MaxClientCnxns: s.cfg.MaxClientConns, MinSessionTimeout: int(s.cfg.MinSessionTimeout.Milliseconds()),
+		MaxSessionTimeout: int(s.cfg.MaxSessionTimeout.Milliseconds()), ClientPortListenBacklog: -1,
 	}
-	return &zk.ConfInfo{
-		ClientPort: port, SecureClientPort: -1, DataDir: s.cfg.DataDir, DataLogDir: s.cfg.DataDir,
-		TickTime: int(s.cfg.Tick.Milliseconds()), MaxClientCnxns: 0,
-		MinSessionTimeout: int(s.cfg.MinSessionTimeout.Milliseconds()), MaxSessionTimeout: int(s.cfg.MaxSessionTimeout.Milliseconds()),
-		ClientPortListenBacklog: -1,
+	if s.secureZKLis != nil {
+		c.SecureClientPort = listenerPort(s.secureZKLis)
 	}
+	text, version := s.currentConfig()
+	lines := parseConfigText(text)
+	raftAddr, voter := s.RaftAddr(), !s.cfg.Observer
+	if servers, err := s.rep.Configuration(); err == nil {
+		for _, srv := range servers {
+			if srv.ID == s.cfg.ID {
+				raftAddr, voter = srv.Addr, srv.Voter
+			}
+		}
+	}
+	_, quorumPort, _ := net.SplitHostPort(raftAddr)
+	_, electionPort, _ := net.SplitHostPort(s.GRPCAddr())
+	c.ServerID = trailingNumber(s.cfg.ID)
+	for _, l := range lines {
+		if l.RaftAddr == raftAddr {
+			c.ServerID, electionPort = l.N, l.GRPCPort
+		}
+	}
+	if s.zkMode() == "standalone" {
+		return c
+	}
+	q := &zk.QuorumConf{InitLimit: -1, SyncLimit: -1, ElectionAlg: 3, ElectionPort: electionPort,
+		QuorumPort: quorumPort, Members: []zk.QuorumMember{}, ConfigVersion: version}
+	if !voter {
+		q.PeerType = 1
+	}
+	for _, l := range lines {
+		host, qp, _ := net.SplitHostPort(l.RaftAddr)
+		qport, _ := strconv.Atoi(qp)
+		eport, _ := strconv.Atoi(l.GRPCPort)
+		q.Members = append(q.Members, zk.QuorumMember{ID: l.N, Host: host, QuorumPort: qport, ElectionPort: eport,
+			Observer: l.Observer, ClientAddr: l.Client})
+	}
+	c.Quorum = q
+	return c
+}
+
+// listenerPort is the port lis listens on (0 without one).
+func listenerPort(lis net.Listener) int {
+	if lis == nil {
+		return 0
+	}
+	if a, ok := lis.Addr().(*net.TCPAddr); ok {
+		return a.Port
+	}
+	return 0
 }
 
 func (s *Server) envInfo() []zk.EnvEntry {
@@ -252,14 +310,18 @@ func (s *Server) dumpInfo() *zk.DumpInfo {
 	return d
 }
 
-// dirSize sums the sizes of the files under dir.
+// dirSize sums the sizes of the files under dir, in every subdirectory (the
+// wal's segments, the snapshots), as ZooKeeper sums its files' lengths: a
+// preallocated file counts whole.
 func dirSize(dir string) int64 {
 	var total int64
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		if info, err := e.Info(); err == nil && !info.IsDir() {
-			total += info.Size()
+	filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
+		if err == nil && e.Type().IsRegular() {
+			if info, err := e.Info(); err == nil {
+				total += info.Size()
+			}
 		}
-	}
+		return nil
+	})
 	return total
 }

@@ -374,8 +374,25 @@ func (r *Replica) Read(f func(v *fsm.View)) {
 	f(r.fsm.fsm.View())
 }
 
-// Applied is the raft index of the last entry applied here.
-func (r *Replica) Applied() uint64 { return r.fsm.applied.Load() }
+// Applied is the raft index up to which this server has applied the log:
+// the last entry its state machine applied and, after it, the committed
+// entries that carry nothing for the state machine (a new leader's no-op,
+// the barrier a sync appends). raft never hands those to the state
+// machine, so without them an idle cluster would look one entry behind
+// its commit index after every election or sync.
+func (r *Replica) Applied() uint64 {
+	applied := r.fsm.applied.Load()
+	if r.raft == nil {
+		return applied // a replica of unit tests, with no raft
+	}
+	for commit := r.raft.CommitIndex(); applied < commit; applied++ {
+		var l raft.Log
+		if r.logs.GetLog(applied+1, &l) != nil || l.Type == raft.LogCommand || l.Type == raft.LogConfiguration {
+			break
+		}
+	}
+	return applied
+}
 
 // AppliedChanged returns a channel closed when the applied index next moves.
 func (r *Replica) AppliedChanged() <-chan struct{} { return r.fsm.appliedChanged() }

@@ -1,8 +1,10 @@
 package replica
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -122,6 +124,138 @@ func LogStoreBytes(dataDir string) int64 {
 		}
 	}
 	return n
+}
+
+// LogStoreUsedBytes is how many bytes of its files the raft log store
+// uses, without the room its files hold for what comes next (which
+// LogStoreBytes counts): a bolt store's raft.db up to its high-water mark
+// less its free pages (bbolt grows the file ahead of use and reuses the
+// pages compaction frees); a wal store's segment files up to the end of
+// what raft-wal wrote in them (it preallocates each segment whole), its
+// small meta file not counted. 0 with stores handed in.
+func (r *Replica) LogStoreUsedBytes() int64 {
+	switch r.storeKind {
+	case LogStoreBolt:
+		bs, ok := r.closer.(*raftboltdb.BoltStore)
+		if !ok {
+			return 0
+		}
+		hwm := boltHighWater(filepath.Join(r.cfg.DataDir, "raft.db"))
+		return max(hwm-int64(bs.Stats().FreeAlloc), 0)
+	case LogStoreWAL:
+		paths, _ := filepath.Glob(filepath.Join(r.cfg.DataDir, "wal", "*.wal"))
+		var n int64
+		for _, p := range paths {
+			n += walSegmentUsed(p)
+		}
+		return n
+	}
+	return 0
+}
+
+// walSegmentUsed is how much of a raft-wal segment file is written: up to
+// its last non-zero byte, rounded up to raft-wal's 8-byte frame alignment.
+// raft-wal writes a segment from its start and ends every append with a
+// commit frame, whose header (type 3) is not zero; the rest of the file is
+// the zeros of its preallocation. It reads about 30 pages, not the file: a
+// binary search for the last 4 KiB page that is not all zero, then that
+// page (Status asks on every call, and a fresh segment is tens of MB of
+// zeros). A written stretch of 4 KiB or more of zeros (a znode's data) can
+// make it count short; it is a size to show, nothing depends on it.
+func walSegmentUsed(path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	const page = 4096
+	buf := make([]byte, page)
+	// lastNonZero is the offset just past the page's last non-zero byte,
+	// 0 if it is all zero; -1 if it cannot be read.
+	lastNonZero := func(p int64) int64 {
+		n, err := f.ReadAt(buf, p*page)
+		if err != nil && n == 0 {
+			return -1
+		}
+		for i := n - 1; i >= 0; i-- {
+			if buf[i] != 0 {
+				return p*page + int64(i) + 1
+			}
+		}
+		return 0
+	}
+	pages := (st.Size() + page - 1) / page
+	lo, hi := int64(0), pages // the answer's page is in [lo, hi)
+	for lo+1 < hi {
+		mid := (lo + hi) / 2
+		switch end := lastNonZero(mid); {
+		case end < 0:
+			return st.Size() // unreadable: count it whole
+		case end == 0:
+			hi = mid
+		default:
+			lo = mid
+		}
+	}
+	if pages == 0 {
+		return 0
+	}
+	end := lastNonZero(lo)
+	if end < 0 {
+		return st.Size()
+	}
+	return (end + 7) &^ 7
+}
+
+// boltHighWater is the size of the pages a bbolt file has allocated (its
+// meta page's high-water mark times the page size), read from the newer
+// valid one of its two meta pages; the file's size if they cannot be read.
+func boltHighWater(path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	// A meta page: a 16-byte page header, then magic, version, page size,
+	// flags (4 bytes each), the root bucket (16), the freelist page, the
+	// high-water page id, the txid and a checksum (FNV-64a of what
+	// precedes it from the magic on), 8 bytes each.
+	const metaOff, metaLen = 16, 64
+	var best, bestTx uint64
+	pageSize := int64(0)
+	for i := int64(0); i < 2; i++ {
+		var m [metaOff + metaLen]byte
+		if _, err := f.ReadAt(m[:], i*pageSize); err != nil {
+			break
+		}
+		meta := m[metaOff:]
+		h := fnv.New64a()
+		h.Write(meta[:56])
+		if binary.LittleEndian.Uint32(meta[0:]) != 0xED0CDAED || h.Sum64() != binary.LittleEndian.Uint64(meta[56:]) {
+			if i == 0 {
+				pageSize = int64(os.Getpagesize())
+			}
+			continue
+		}
+		if i == 0 {
+			pageSize = int64(binary.LittleEndian.Uint32(meta[8:]))
+		}
+		if tx := binary.LittleEndian.Uint64(meta[48:]); best == 0 || tx > bestTx {
+			best, bestTx = binary.LittleEndian.Uint64(meta[40:]), tx
+		}
+	}
+	if best == 0 || pageSize <= 0 {
+		return st.Size()
+	}
+	return min(int64(best)*pageSize, st.Size())
 }
 
 // walCloser closes a raft-wal log and then its meta store.

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -43,15 +44,26 @@ func (r *Replica) ReadIndex() (uint64, error) {
 	return r.fsm.applied.Load(), nil
 }
 
-// WaitApplied blocks until this server has applied index.
+// WaitApplied blocks until this server has applied index (Applied). An
+// index past the state machine's can be reached by a commit alone (a no-op
+// or barrier entry), which no apply signals: that is looked for every
+// CommitTimeout.
 func (r *Replica) WaitApplied(ctx context.Context, index uint64) error {
+	var poll *time.Timer
 	for {
 		ch := r.fsm.appliedChanged()
-		if r.fsm.applied.Load() >= index {
+		if r.fsm.applied.Load() >= index || r.Applied() >= index {
 			return nil
+		}
+		if poll == nil {
+			poll = time.NewTimer(max(r.cfg.CommitTimeout, time.Millisecond))
+			defer poll.Stop()
+		} else {
+			poll.Reset(max(r.cfg.CommitTimeout, time.Millisecond))
 		}
 		select {
 		case <-ch:
+		case <-poll.C:
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-r.closing:

@@ -468,6 +468,20 @@ func (c *Conn) ID() int64 { return c.id }
 // Timeout is the session's negotiated timeout.
 func (c *Conn) Timeout() time.Duration { return time.Duration(c.timeout) * time.Millisecond }
 
+// Outstanding is how many of the session's requests are taken and not yet
+// answered (ZooKeeper's outstanding requests of a connection).
+func (c *Conn) Outstanding() int {
+	c.out.mu.Lock()
+	defer c.out.mu.Unlock()
+	n := 0
+	for _, sl := range c.out.slots {
+		if sl.r == nil {
+			n++
+		}
+	}
+	return n
+}
+
 // Next returns the messages ready to send to the client (replies and
 // events, in order), waiting for one; ok is false once the connection is
 // shut and everything queued before has been returned. The front end's
