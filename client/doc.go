@@ -4,7 +4,7 @@
 // (Stat, ACL, CreateMode, EventType; compare errors against vocab.NoNode and
 // the other codes).
 //
-//	c, events, err := client.Connect(ctx, []string{"10.0.0.1:7000", "10.0.0.2:7000"},
+//	c, events, err := client.Connect(ctx, []string{"10.0.0.1:2182", "10.0.0.2:2182"}, // gRPC (-grpc-addr)
 //		client.WithSessionTimeout(10*time.Second), client.WithLogger(logger))
 //	if err != nil {
 //		return err

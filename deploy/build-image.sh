@@ -20,5 +20,31 @@ if [ -z "$ca" ]; then
   exit 1
 fi
 cp "$ca" "$bin/ca-certificates.crt"
-DOCKER_BUILDKIT=${DOCKER_BUILDKIT:-0} docker build -q --build-arg "BIN=$bin" --build-arg "VERSION=$version" -t "$tag" . >/dev/null
+# BuildKit when the buildx plugin is there (the docker CLI needs it for BuildKit), else the legacy
+# builder. A DOCKER_BUILDKIT already set wins.
+if [ -z "${DOCKER_BUILDKIT:-}" ]; then
+  if docker buildx version >/dev/null 2>&1; then DOCKER_BUILDKIT=1; else DOCKER_BUILDKIT=0; fi
+fi
+export DOCKER_BUILDKIT
+# The image the tag names now: once the tag moves to the new build it is left untagged (a
+# dangling <none> image per build), so it is removed below.
+old=$(docker image inspect -f '{{.Id}}' "$tag" 2>/dev/null || true)
+# The legacy builder prints its deprecation banner (DEPRECATED: The legacy builder ..., up to a blank
+# line) on every build; without buildx there is nothing to switch to, so it is dropped, as is the
+# image id -q prints. Anything else the build printed is shown.
+unbanner() {
+  awk '/^DEPRECATED: The legacy builder/ {skip=1} skip && /^[[:space:]]*$/ {skip=0; next} !skip' |
+    grep -v '^sha256:[0-9a-f]*$' >&2 || true
+}
+if ! out=$(docker build -q --build-arg "BIN=$bin" --build-arg "VERSION=$version" -t "$tag" . 2>&1); then
+  printf '%s\n' "$out" | unbanner
+  exit 1
+fi
+printf '%s\n' "$out" | unbanner
+new=$(docker image inspect -f '{{.Id}}' "$tag")
+if [ -n "$old" ] && [ "$old" != "$new" ] &&
+  [ -z "$(docker image inspect -f '{{join .RepoTags " "}}' "$old" 2>/dev/null)" ]; then
+  # Not forced: an image a container still runs (a rolling upgrade's old servers) stays.
+  docker image rm "$old" >/dev/null 2>&1 || true
+fi
 echo "built $tag"

@@ -134,7 +134,7 @@ func (c *zkClusterB) connect(t testing.TB, o connOpts) recipes.Conn {
 	if err != nil {
 		t.Fatalf("zookeeper connect: %v", err)
 	}
-	t.Cleanup(conn.Close)
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 	return conn
 }
 

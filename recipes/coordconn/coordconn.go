@@ -48,12 +48,21 @@ func Connect(ctx context.Context, servers []string, opts ...client.Option) (*Con
 // Client is the underlying client.
 func (a *Conn) Client() *client.Conn { return a.c }
 
-// Close ends the session (its ephemerals are deleted) and waits until the
-// adapter's goroutine is done.
+// Close ends the session, as zkconn's Close does: while the connection is
+// suspended the close waits for the session to re-attach (or for ctx), then
+// the server closes the session, which deletes its ephemerals at once, and
+// Close waits until the adapter's goroutine is done. Whatever the outcome the
+// Conn is finished afterwards: State is StateClosed (or stays StateExpired)
+// and calls return recipes.ErrClosed.
+//
+// It returns nil when the server closed the session, and also for a Conn
+// already closed or expired (Close is idempotent and safe to call
+// concurrently). It returns an error wrapping ctx.Err() when ctx ends first:
+// the session may then live on, with its ephemerals, until it times out.
 func (a *Conn) Close(ctx context.Context) error {
 	err := a.c.Close(ctx)
 	<-a.done
-	return err
+	return mapErr(err)
 }
 
 func (a *Conn) follow(events <-chan client.Event) {

@@ -44,6 +44,7 @@ type Conn struct {
 	hadSession  bool
 	suspended   bool
 	ready       chan struct{} // closed at the first session
+	closing     bool          // Close was called
 	closeOnce   sync.Once
 	closeDone   chan struct{}
 	expiredOnce sync.Once
@@ -148,15 +149,61 @@ func (a *Conn) shutdown() {
 	})
 }
 
-// Close ends the session (its ephemerals are deleted) and waits for
-// go-zookeeper to stop.
-func (a *Conn) Close() {
+// Close ends the session, as coordconn's Close does: while the connection
+// is suspended it first waits for the session to re-attach (or for ctx),
+// then asks the server to close the session, which deletes its ephemerals
+// at once, and waits until go-zookeeper has stopped or ctx ends. Whatever
+// the outcome the Conn is finished afterwards: State is StateClosed (or
+// stays StateExpired) and calls return recipes.ErrClosed.
+//
+// It returns nil when the close was sent on an attached session, and also
+// for a Conn already closed or expired (Close is idempotent and safe to call
+// concurrently). It returns an error wrapping ctx.Err() when ctx ends first:
+// the session may then live on, with its ephemerals, until it times out.
+// go-zookeeper does not report the server's answer to the close itself, so
+// a connection lost in the instant the close is sent goes unnoticed (the
+// session then expires on the server after its timeout).
+func (a *Conn) Close(ctx context.Context) error {
+	a.mu.Lock()
+	first := !a.closing && !a.terminal.Load()
+	a.closing = true
+	a.mu.Unlock()
+	if !first {
+		select { // closed or expired, or another Close is under way
+		case <-a.closeDone:
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	var err error
+	if ctx.Err() != nil {
+		err = fmt.Errorf("close: %w", ctx.Err())
+	}
+	for err == nil {
+		st, changed := a.tracker.State()
+		if st != recipes.StateSuspended {
+			break
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			err = fmt.Errorf("close: %w", ctx.Err())
+		}
+	}
 	a.mu.Lock()
 	a.terminal.Store(true)
 	a.tracker.Set(recipes.StateClosed)
 	a.mu.Unlock()
-	a.shutdown()
-	<-a.closeDone
+	go a.shutdown() // go-zookeeper gives up on an unanswered close within seconds
+	if err != nil {
+		return err
+	}
+	select {
+	case <-a.closeDone:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("close: %w", ctx.Err())
+	}
 }
 
 // ZK is the underlying go-zookeeper Conn.
