@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -19,15 +20,37 @@ import (
 // raft port base+i, gRPC port base+100+i, gossip port base+200+i, HTTP
 // port base+300+i and the ZooKeeper protocol on port base+400+i, so
 // -base-port moves every port (and none is a single server's default, such
-// as coordctl's 127.0.0.1:2182). A server that exits (killed, say) leaves
-// the others running; Ctrl-C stops them all.
+// as coordctl's 127.0.0.1:2182). Flags after "--" are passed to every
+// server, after the ones coord local gives it (so they win). A server that
+// exits (killed, say) leaves the others running; Ctrl-C stops them all at
+// once.
 func runLocal(args []string) int {
 	fs := flag.NewFlagSet("coord local", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: coord local [flags] [-- server flags]
+
+Runs a cluster of real coord processes on loopback. Server flags after "--"
+go to every server (coord -help lists them), for example
+  coord local -voters 3 -- -tick 500ms -log-level debug
+Ctrl-C stops every server.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
 	voters := fs.Int("voters", 3, "number of voters")
 	observers := fs.Int("observers", 1, "number of observers")
 	dir := fs.String("dir", "coord-local", "parent directory of the servers' data directories")
 	base := fs.Int("base-port", 2880, "server i listens for raft on base+i, gRPC on base+100+i, gossip on base+200+i, HTTP on base+300+i, ZooKeeper clients on base+400+i")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	serverArgs := fs.Args()
+	if i := len(args) - len(serverArgs); len(serverArgs) > 0 && (i == 0 || args[i-1] != "--") {
+		fmt.Fprintf(os.Stderr, "coord local: unexpected %q: server flags go after \"--\" (coord local -help)\n", serverArgs[0])
 		return 2
 	}
 	if *voters < 1 || *observers < 0 {
@@ -82,6 +105,7 @@ func runLocal(args []string) int {
 		if i > *voters {
 			args = append(args, "-observer", "-bootstrap=false")
 		}
+		args = append(args, serverArgs...)
 		cmd := exec.Command(self, args...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Start(); err != nil {
@@ -112,7 +136,9 @@ func runLocal(args []string) int {
 	for running := len(procs); running > 0; running-- {
 		select {
 		case <-ctx.Done():
-			// The waiters above own Wait: signal, then wait for them.
+			// Stop them together, so that none outlives the others for
+			// long (a lone survivor would hold elections); the waiters
+			// above own Wait: signal, then wait for them.
 			for _, p := range procs {
 				p.Process.Signal(syscall.SIGTERM)
 			}
