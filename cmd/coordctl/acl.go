@@ -110,10 +110,11 @@ func aclCommand(g *globals) *cobra.Command {
   coordctl acl set /app 'digest:admin:x1nq8J5GOJVPY6zgBTvBoJ8Jstc=:cdrwa,world:anyone:r'`,
 	}
 	get := &cobra.Command{
-		Use:     "get PATH",
-		Short:   "Print a znode's ACL, one scheme:id:perms a line",
-		Example: "  coordctl acl get /app\n  coordctl acl get -o json /app",
-		Args:    cobra.ExactArgs(1),
+		Use:               "get PATH",
+		Short:             "Print a znode's ACL, one scheme:id:perms a line",
+		Example:           "  coordctl acl get /app\n  coordctl acl get -o json /app",
+		Args:              pathArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: g.completePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				acl, stat, err := c.GetACL(ctx, args[0])
@@ -140,10 +141,11 @@ func aclCommand(g *globals) *cobra.Command {
 	}
 	var version int32
 	set := &cobra.Command{
-		Use:     "set PATH ACL",
-		Short:   "Replace a znode's ACL (scheme:id:perms,...), if its ACL version matches -v",
-		Example: "  coordctl acl set /app world:anyone:r\n  coordctl acl set -v 2 /app 'ip:127.0.0.1:cdrwa'",
-		Args:    cobra.ExactArgs(2),
+		Use:               "set PATH ACL",
+		Short:             "Replace a znode's ACL (scheme:id:perms,...), if its ACL version matches -v",
+		Example:           "  coordctl acl set /app world:anyone:r\n  coordctl acl set -v 2 /app 'ip:127.0.0.1:cdrwa'",
+		Args:              pathArgs(cobra.ExactArgs(2)),
+		ValidArgsFunction: g.completePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			acl, err := parseACL(args[1])
 			if err != nil {
@@ -156,7 +158,7 @@ func aclCommand(g *globals) *cobra.Command {
 				}
 				return g.show(view{
 					json: map[string]any{"path": args[0], "stat": statOut(stat)},
-					text: func(w io.Writer) { fmt.Fprintf(w, "set ACL of %s (aclVersion %d)\n", args[0], stat.Aversion) },
+					text: func(w io.Writer) { fmt.Fprintf(w, "Set ACL of %s (aclVersion %d)\n", args[0], stat.Aversion) },
 				})
 			})
 		},

@@ -408,7 +408,7 @@ each of --servers) for its status. A member is healthy when it answers within
 				return []string{"ENDPOINT", "ID", "HEALTHY", "TOOK", "ERROR"}, rows
 			}})
 			if bad > 0 {
-				return checkFailed{fmt.Sprintf("%d of %d endpoints unhealthy", bad, len(js))}
+				return checkFailed{fmt.Sprintf("%d of %s unhealthy", bad, nouns(len(js), "endpoint", "endpoints"))}
 			}
 			return nil
 		},

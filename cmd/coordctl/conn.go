@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
@@ -37,7 +40,7 @@ func (g *globals) session(ctx context.Context) (*client.Conn, error) {
 		if errors.Is(err, vocab.AuthFailed) {
 			return nil, err
 		}
-		return nil, unreachableError{servers: g.servers, err: rootCause(err)}
+		return nil, unreachableError{servers: g.servers, err: rootCause(err), hint: g.portHint(ctx, g.servers, err)}
 	}
 	return c, nil
 }
@@ -208,6 +211,9 @@ func (g *globals) statusOf(ctx context.Context, addr string) (*api.StatusRespons
 	sctx, cancel := context.WithTimeout(ctx, g.dialTimeout)
 	defer cancel()
 	st, err := a.Status(sctx, &api.StatusRequest{})
+	if hint := g.portHint(ctx, []string{addr}, err); hint != "" {
+		return nil, unreachableError{servers: []string{addr}, err: err, hint: hint}
+	}
 	return st, adminErr("status", addr, err)
 }
 
@@ -232,34 +238,53 @@ func (g *globals) anyAdmin(ctx context.Context) (*admin, *api.StatusResponse, er
 			break
 		}
 	}
-	return nil, nil, unreachableError{servers: g.servers, err: last}
+	return nil, nil, unreachableError{servers: g.servers, err: last, hint: g.portHint(ctx, g.servers, last)}
+}
+
+// anyMember is anyAdmin on a server that answers Members, with its answer:
+// a server removed from the cluster answers FailedPrecondition, and the
+// next of --servers is asked.
+func (g *globals) anyMember(ctx context.Context) (*admin, *api.StatusResponse, *api.MembersResponse, error) {
+	servers := g.servers
+	defer func() { g.servers = servers }()
+	for len(g.servers) > 0 {
+		a, st, err := g.anyAdmin(ctx)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		m, err := a.Members(ctx, &api.MembersRequest{})
+		if err == nil {
+			return a, st, m, nil
+		}
+		a.Close()
+		if status.Code(err) != codes.FailedPrecondition || ctx.Err() != nil {
+			return nil, nil, nil, adminErr("members", a.addr, err)
+		}
+		i := slices.Index(g.servers, a.addr)
+		if i < 0 || i == len(g.servers)-1 {
+			return nil, nil, nil, adminErr("members", a.addr, err)
+		}
+		g.servers = g.servers[i+1:]
+	}
+	return nil, nil, nil, errors.New("no server to ask")
 }
 
 // members lists the cluster's members as any server sees them.
 func (g *globals) members(ctx context.Context) ([]*api.Member, *api.StatusResponse, error) {
-	a, st, err := g.anyAdmin(ctx)
+	a, st, m, err := g.anyMember(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer a.Close()
-	m, err := a.Members(ctx, &api.MembersRequest{})
-	if err != nil {
-		return nil, nil, adminErr("members", a.addr, err)
-	}
 	return m.Members, st, nil
 }
 
 // leaderAdmin returns an Admin client on the leader: it asks any server who
 // leads and where that server's gRPC address is.
 func (g *globals) leaderAdmin(ctx context.Context) (*admin, []*api.Member, error) {
-	a, st, err := g.anyAdmin(ctx)
+	a, st, m, err := g.anyMember(ctx)
 	if err != nil {
 		return nil, nil, err
-	}
-	m, err := a.Members(ctx, &api.MembersRequest{})
-	if err != nil {
-		a.Close()
-		return nil, nil, adminErr("members", a.addr, err)
 	}
 	if st.Role == "leader" {
 		return a, m.Members, nil
@@ -288,4 +313,48 @@ func findMember(ms []*api.Member, id string) (*api.Member, error) {
 		}
 	}
 	return nil, usageError{fmt.Errorf("no member with id %q", id)}
+}
+
+// portHint says what a failed dial most likely reached, when the error
+// shows that something took the connection at addrs but did not answer as
+// coord's gRPC port: an HTTP server (coord's -http-addr), a TLS server
+// without --tls, a plaintext one with it, or anything else that hung up
+// (a ZooKeeper port, most likely: it reads gRPC's preface as a request
+// length it does not take and closes, or resets, the connection). "" when
+// the error says nothing of the kind (nothing listening, a timeout).
+func (g *globals) portHint(ctx context.Context, addrs []string, err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	where := strings.Join(addrs, ",")
+	const wantGRPC = "coordctl's --servers wants coord's -grpc-addr, default 2182"
+	switch {
+	case strings.Contains(msg, "tls: first record does not look like a TLS handshake"):
+		return fmt.Sprintf("%s did not answer with TLS: is it a plaintext server (leave out --tls and the TLS flags) or not coord's -grpc-addr (default 2182)?", where)
+	case strings.Contains(msg, "looked like an HTTP/1.1 header"):
+		return fmt.Sprintf("%s answered with HTTP/1.1, not gRPC (is it coord's -http-addr? %s)", where, wantGRPC)
+	case !slices.ContainsFunc([]string{"error reading server preface", "connection reset by peer", "broken pipe"},
+		func(s string) bool { return strings.Contains(msg, s) }):
+		return "" // it did not take the connection (refused, timed out)
+	case g.tlsConf == nil && slices.ContainsFunc(addrs, func(a string) bool { return speaksTLS(ctx, a, g.dialTimeout) }):
+		return fmt.Sprintf("%s answered with TLS: pass --tls (and --cacert with the CA of its certificate)", where)
+	}
+	return fmt.Sprintf("%s did not answer as coord's gRPC port (is it a ZooKeeper port? %s)", where, wantGRPC)
+}
+
+// speaksTLS reports whether addr answers a TLS handshake: it completes, or
+// the server refuses it with a TLS alert (no client certificate, say). The
+// certificate is not checked: nothing is sent over the connection.
+func speaksTLS(ctx context.Context, addr string, timeout time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} // a probe: it sends nothing
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err == nil {
+		conn.Close()
+		return true
+	}
+	var alert tls.AlertError
+	return errors.As(err, &alert)
 }

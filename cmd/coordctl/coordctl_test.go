@@ -77,7 +77,7 @@ func TestZnodeCommands(t *testing.T) {
 		t.Fatalf("ls -R: %q, want %q", list, want)
 	}
 	tree := run("tree", "--sizes", "--counts", "/zc/a")
-	if tree != "/zc/a [0 B, 1 children]\n└── b [4 B, 0 children]\n" {
+	if tree != "/zc/a [0 B, 1 child]\n└── b [4 B, 0 children]\n" {
 		t.Fatalf("tree: %q", tree)
 	}
 
@@ -114,8 +114,17 @@ func TestZnodeCommands(t *testing.T) {
 	if len(acl.ACL) != 1 || acl.ACL[0] != (aclJSON{"world", "anyone", "ra"}) {
 		t.Fatalf("acl get -o json: %+v", acl)
 	}
-	fails(t, s, exitNoAuth, "set", "/zc/ro", "y")
-	run("acl", "set", "/zc/ro", "world:anyone:cdrwa")
+	// NoAuth names the ACL that refused: the node's, or for a create its
+	// parent's.
+	if r := fails(t, s, exitNoAuth, "set", "/zc/ro", "y"); r.stderr != "coordctl: set /zc/ro: not allowed by the ACL of /zc/ro (NoAuth)\n" {
+		t.Fatalf("NoAuth of set: %q", r.stderr)
+	}
+	if r := fails(t, s, exitNoAuth, "create", "/zc/ro/x"); r.stderr != "coordctl: create /zc/ro/x: not allowed by the ACL of /zc/ro (NoAuth)\n" {
+		t.Fatalf("NoAuth of create: %q", r.stderr)
+	}
+	if out := run("acl", "set", "/zc/ro", "world:anyone:cdrwa"); out != "Set ACL of /zc/ro (aclVersion 1)\n" {
+		t.Fatalf("acl set: %q", out)
+	}
 	run("set", "/zc/ro", "y")
 	fails(t, s, exitBadVersion, "acl", "set", "-v", "0", "/zc/ro", "world:anyone:r")
 
@@ -125,7 +134,9 @@ func TestZnodeCommands(t *testing.T) {
 	if out := run("rm", "-r", "/zc/a"); out != "Deleted /zc/a (2 nodes)\n" {
 		t.Fatalf("rm -r: %q", out)
 	}
-	run("rm", "-v", "1", "/zc/ro")
+	if out := run("rm", "-v", "1", "/zc/ro"); out != "Deleted /zc/ro (1 node)\n" {
+		t.Fatalf("rm: %q", out)
+	}
 	fails(t, s, exitNoNode, "get", "/zc/a/b")
 }
 

@@ -57,7 +57,8 @@ func lsCommand(g *globals) *cobra.Command {
 		Example: `  coordctl ls /
   coordctl ls -R /app
   coordctl ls -o json /app`,
-		Args: cobra.ExactArgs(1),
+		Args:              pathArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: g.completePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				var list []string
@@ -98,7 +99,8 @@ func treeCommand(g *globals) *cobra.Command {
 		Short: "Draw a subtree, optionally with data sizes and child counts",
 		Example: `  coordctl tree /app
   coordctl tree --sizes --counts /`,
-		Args: cobra.ExactArgs(1),
+		Args:              pathArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: g.completePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				nodes, err := walk(ctx, c, args[0], false, nil, nil)
@@ -124,7 +126,7 @@ func treeCommand(g *globals) *cobra.Command {
 						extra = append(extra, fmt.Sprintf("%d B", n.Stat.DataLength))
 					}
 					if counts {
-						extra = append(extra, fmt.Sprintf("%d children", n.Stat.NumChildren))
+						extra = append(extra, nouns(int(n.Stat.NumChildren), "child", "children"))
 					}
 					if len(extra) > 0 {
 						return name + " [" + strings.Join(extra, ", ") + "]"
@@ -167,7 +169,8 @@ func getCommand(g *globals) *cobra.Command {
 		Example: `  coordctl get /app/config
   coordctl get --stat /app/config
   coordctl get -o json /app/config`,
-		Args: cobra.ExactArgs(1),
+		Args:              pathArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: g.completePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				data, stat, err := c.Get(ctx, args[0])
@@ -196,10 +199,11 @@ func getCommand(g *globals) *cobra.Command {
 
 func statCommand(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:     "stat PATH",
-		Short:   "Print a znode's Stat",
-		Example: "  coordctl stat /app\n  coordctl stat -o table /app",
-		Args:    cobra.ExactArgs(1),
+		Use:               "stat PATH",
+		Short:             "Print a znode's Stat",
+		Example:           "  coordctl stat /app\n  coordctl stat -o table /app",
+		Args:              pathArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: g.completePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				ok, stat, err := c.Exists(ctx, args[0])
@@ -254,7 +258,13 @@ session, so it is gone when coordctl exits), -s sequential, -c a container,
   coordctl create -s /app/queue/item- < item.bin -
   coordctl create --ttl 1h /app/lease
   coordctl create --acl 'world:anyone:r' /app/readonly data`,
-		Args: cobra.RangeArgs(1, 2),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.RangeArgs(1, 2)(cmd, args); err != nil {
+				return err
+			}
+			return checkPath(args[0], sequential)
+		},
+		ValidArgsFunction: g.completePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mode, err := createMode(ephemeral, sequential, container, ttl)
 			if err != nil {
@@ -278,7 +288,7 @@ session, so it is gone when coordctl exits), -s sequential, -c a container,
 				}
 				created, stat, err := c.CreateTTL(ctx, args[0], data, mode, acl, ttl)
 				if err != nil {
-					return err
+					return oversize(err, func(string) int { return len(data) })
 				}
 				return g.show(view{json: map[string]any{"path": created, "stat": statOut(stat)},
 					text: func(w io.Writer) { fmt.Fprintf(w, "Created %s\n", created) }})
@@ -315,7 +325,8 @@ func setCommand(g *globals) *cobra.Command {
 		Example: `  coordctl set /app/config '{"replicas":5}'
   coordctl set -v 3 /app/config new-value
   coordctl set /app/blob - < blob.bin`,
-		Args: cobra.ExactArgs(2),
+		Args:              pathArgs(cobra.ExactArgs(2)),
+		ValidArgsFunction: g.completePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := g.readData(args, 1)
 			if err != nil {
@@ -324,7 +335,7 @@ func setCommand(g *globals) *cobra.Command {
 			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				stat, err := c.Set(ctx, args[0], data, version)
 				if err != nil {
-					return err
+					return oversize(err, func(string) int { return len(data) })
 				}
 				return g.show(view{json: map[string]any{"path": args[0], "stat": statOut(stat)},
 					text: func(w io.Writer) { fmt.Fprintf(w, "Set %s (version %d)\n", args[0], stat.Version) }})
@@ -344,7 +355,8 @@ func rmCommand(g *globals) *cobra.Command {
 		Example: `  coordctl rm /app/config
   coordctl rm -v 4 /app/config
   coordctl rm -r /app`,
-		Args: cobra.ExactArgs(1),
+		Args:              pathArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: g.completePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if recursive && version != -1 {
 				return usageError{errors.New("-v applies to a single delete, not -r")}
@@ -363,7 +375,7 @@ func rmCommand(g *globals) *cobra.Command {
 					return err
 				}
 				return g.show(view{json: map[string]any{"path": args[0], "deleted": n},
-					text: func(w io.Writer) { fmt.Fprintf(w, "Deleted %s (%d nodes)\n", args[0], n) }})
+					text: func(w io.Writer) { fmt.Fprintf(w, "Deleted %s (%s)\n", args[0], nouns(n, "node", "nodes")) }})
 			})
 		},
 	}
@@ -420,10 +432,11 @@ func deleteTree(ctx context.Context, c *client.Conn, root string) (int, error) {
 
 func syncCommand(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:     "sync PATH",
-		Short:   "Wait until the server this session is on has applied what the leader committed",
-		Example: "  coordctl sync /",
-		Args:    cobra.ExactArgs(1),
+		Use:               "sync PATH",
+		Short:             "Wait until the server this session is on has applied what the leader committed",
+		Example:           "  coordctl sync /",
+		Args:              pathArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: g.completePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				p, err := c.Sync(ctx, args[0])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -34,13 +35,18 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
-// unreachableError says no server answered.
+// unreachableError says no server answered, or, with a hint, what
+// answered instead (conn.go's portHint).
 type unreachableError struct {
 	servers []string
 	err     error
+	hint    string
 }
 
 func (e unreachableError) Error() string {
+	if e.hint != "" {
+		return e.hint
+	}
 	why := "no answer"
 	if e.err != nil {
 		why = e.err.Error()
@@ -127,3 +133,69 @@ func (e grpcError) Error() string {
 
 // GRPCStatus lets status.FromError see through the wrapper.
 func (e grpcError) GRPCStatus() *status.Status { return e.st }
+
+// describe is err's message for the one line coordctl prints, with a NoAuth
+// said in words: whose ACL refused the operation.
+func describe(err error) string {
+	msg := err.Error()
+	var ve *vocab.Error
+	if errors.As(err, &ve) && ve.Code == vocab.NoAuth && ve.Path != "" {
+		msg = strings.Replace(msg, ve.Error(), noAuthText(ve), 1)
+	}
+	return msg
+}
+
+// noAuthText names the ACL that refused e: create and delete need a
+// permission on the parent (CREATE, DELETE), the other operations on the
+// node itself; a multi's failed operation may be either.
+func noAuthText(e *vocab.Error) string {
+	where := e.Path
+	switch e.Op {
+	case "create", "delete":
+		where = path.Dir(e.Path)
+	case "multi":
+		where = fmt.Sprintf("%s or of its parent", e.Path)
+	}
+	op := e.Op + " "
+	if e.Op == "" {
+		op = ""
+	}
+	return fmt.Sprintf("%s%s: not allowed by the ACL of %s (NoAuth)", op, e.Path, where)
+}
+
+// defaultMaxDataBytes is the largest znode data a coord server takes
+// unless started with another -max-data-bytes (server.DefaultMaxDataBytes,
+// ZooKeeper's jute.maxbuffer). The servers do not tell clients their
+// setting, so coordctl does not refuse larger data itself: it explains the
+// server's refusal.
+const defaultMaxDataBytes = 1 << 20
+
+// dataTooLarge is a write the server refused for the size of its data.
+type dataTooLarge struct {
+	err *vocab.Error // the server's: BadArguments, or ConnectionLoss
+	n   int
+}
+
+func (e dataTooLarge) Error() string {
+	what := strings.TrimSpace(e.err.Op + " " + e.err.Path)
+	return fmt.Sprintf("%s: data is %d bytes; the servers take at most %d unless started with a larger -max-data-bytes (ZooKeeper's jute.maxbuffer)",
+		what, e.n, defaultMaxDataBytes)
+}
+func (e dataTooLarge) Unwrap() error { return e.err }
+
+// oversize explains err if a write's data was too large for the server:
+// a server refuses data over its -max-data-bytes with BadArguments, and
+// drops the connection of a request larger than it reads at all (the
+// limit and 64 KiB), which the client reports as ConnectionLoss. size
+// gives the data length of the write at a path (a multi's failed one; ""
+// when the server named none: the largest).
+func oversize(err error, size func(path string) int) error {
+	var ve *vocab.Error
+	if !errors.As(err, &ve) || (ve.Code != vocab.BadArguments && ve.Code != vocab.ConnectionLoss) {
+		return err
+	}
+	if n := size(ve.Path); n > defaultMaxDataBytes {
+		return dataTooLarge{err: ve, n: n}
+	}
+	return err
+}

@@ -99,7 +99,7 @@ func (g *globals) readSubtree(ctx context.Context, c *client.Conn, root string) 
 	if err != nil {
 		return nil, 0, err
 	}
-	p := g.progress("reading "+root, int64(total)+1)
+	p := g.progress("reading "+root, "nodes", int64(total)+1)
 	nodes, err := walk(ctx, c, root, true, skipSystem, p.add)
 	p.done()
 	if err != nil {
@@ -158,7 +158,8 @@ are written as persistent: the server's Stat does not tell them apart (as in
 ZooKeeper). The file carries the subtree's digest.`,
 		Example: `  coordctl export /app > app.json
   coordctl export --file all.json /`,
-		Args: cobra.ExactArgs(1),
+		Args:              pathArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: g.completePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				f, skipped, err := g.readSubtree(ctx, c, args[0])
@@ -181,7 +182,7 @@ ZooKeeper). The file carries the subtree's digest.`,
 				if err := bw.Flush(); err != nil {
 					return err
 				}
-				fmt.Fprintf(g.stderr, "exported %d nodes of %s (%d ephemeral left out), %s\n", len(f.Nodes), args[0], skipped, f.Digest)
+				fmt.Fprintf(g.stderr, "exported %s of %s (%d ephemeral left out), %s\n", nouns(len(f.Nodes), "node", "nodes"), args[0], skipped, f.Digest)
 				return nil
 			})
 		},
@@ -205,7 +206,10 @@ func importCommand(g *globals) *cobra.Command {
 		Long: `Create the nodes of an export file under its root, or under --to PATH. The
 root must not exist yet (unless it is /, which is left as it is); nodes are
 created parents first in atomic batches of up to 500, so a failure leaves
-whole batches behind, never half a node's parents.
+whole batches behind, never half a node's parents. A node whose own ACL would
+stop the import (no CREATE for its children, no READ for this session) is
+created with a temporary ACL (--user's identity, else world:anyone) and gets
+its own ACL at the end, deepest nodes first.
 
 With --from-zookeeper, copy the tree at PATH (default /) of a live Apache
 ZooKeeper ensemble into coord, at the same path: data, ACLs and persistent
@@ -229,12 +233,20 @@ both trees (exit 10 if they differ: stop writes to ZooKeeper while copying).`,
 				if to != "" {
 					return usageError{errors.New("--to goes with a file; --from-zookeeper copies to the same path")}
 				}
+				if err := checkPath(root, false); err != nil {
+					return err
+				}
 				ctx, cancel := g.ctx(cmd)
 				defer cancel()
 				return g.importFromZooKeeper(ctx, zkServers(fromZK), root)
 			}
 			if len(args) != 1 {
 				return usageError{errors.New("import needs a FILE (or - for standard input), or --from-zookeeper")}
+			}
+			if to != "" && to != "/" {
+				if err := checkPath(strings.TrimSuffix(to, "/"), false); err != nil {
+					return err
+				}
 			}
 			var r io.Reader = g.stdin
 			if args[0] != "-" {
@@ -280,14 +292,16 @@ both trees (exit 10 if they differ: stop writes to ZooKeeper while copying).`,
 				ops = append(ops, client.CreateOp{Path: p, Data: n.Data, Mode: mode, ACL: acl, TTL: time.Duration(n.TTLms) * time.Millisecond})
 			}
 			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
-				p := g.progress("importing to "+root, int64(len(ops)))
+				p := g.progress("importing to "+root, "nodes", int64(len(ops)))
 				defer p.done()
-				if n, err := createBatches(ctx, c, ops, p.add); err != nil {
+				if n, err := g.importNodes(ctx, c, ops, p.add); err != nil {
 					return fmt.Errorf("after %d of %d nodes: %w", n, len(ops), err)
 				}
 				p.done()
 				return g.show(view{json: map[string]any{"root": root, "created": len(ops), "digest": digest},
-					text: func(w io.Writer) { fmt.Fprintf(w, "Imported %d nodes to %s (%s)\n", len(ops), root, digest) }})
+					text: func(w io.Writer) {
+						fmt.Fprintf(w, "Imported %s to %s (%s)\n", nouns(len(ops), "node", "nodes"), root, digest)
+					}})
 			})
 		},
 	}
@@ -303,8 +317,9 @@ func digestCommand(g *globals) *cobra.Command {
 		Long: `Print the digest that export would write for the subtree at PATH: two subtrees
 with the same digest hold the same nodes (relative paths, data, ACLs, types),
 whatever their roots, zxids and times.`,
-		Example: "  coordctl digest /app\n  coordctl digest -o json /app",
-		Args:    cobra.ExactArgs(1),
+		Example:           "  coordctl digest /app\n  coordctl digest -o json /app",
+		Args:              pathArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: g.completePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.onSession(cmd, func(ctx context.Context, c *client.Conn) error {
 				f, skipped, err := g.readSubtree(ctx, c, args[0])
@@ -312,7 +327,9 @@ whatever their roots, zxids and times.`,
 					return err
 				}
 				return g.show(view{json: map[string]any{"path": args[0], "digest": f.Digest, "nodes": len(f.Nodes), "ephemeral": skipped},
-					text: func(w io.Writer) { fmt.Fprintf(w, "%s %d nodes %s\n", f.Digest, len(f.Nodes), args[0]) }})
+					text: func(w io.Writer) {
+						fmt.Fprintf(w, "%s %s %s\n", f.Digest, nouns(len(f.Nodes), "node", "nodes"), args[0])
+					}})
 			})
 		},
 	}

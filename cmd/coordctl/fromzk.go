@@ -45,7 +45,7 @@ func (g *globals) importFromZooKeeper(ctx context.Context, servers []string, roo
 	if err := waitZKSession(ctx, events, g.commandTimeout); err != nil {
 		return unreachableError{servers: servers, err: err}
 	}
-	p := g.progress("reading ZooKeeper "+root, 0)
+	p := g.progress("reading ZooKeeper "+root, "nodes", 0)
 	nodes, ephemerals, err := walkZooKeeper(ctx, zc, root, p.add)
 	p.done()
 	if err != nil {
@@ -77,8 +77,8 @@ func (g *globals) importFromZooKeeper(ctx context.Context, servers []string, roo
 			}
 			ops = append(ops, client.CreateOp{Path: p, Data: n.Data, Mode: vocab.ModePersistent, ACL: acl})
 		}
-		bar := g.progress("copying to coord", int64(len(ops)))
-		n, err := createBatches(ctx, c, ops, bar.add)
+		bar := g.progress("copying to coord", "nodes", int64(len(ops)))
+		n, err := g.importNodes(ctx, c, ops, bar.add)
 		res.Created += n
 		if err != nil {
 			bar.done()
@@ -91,11 +91,11 @@ func (g *globals) importFromZooKeeper(ctx context.Context, servers []string, roo
 		}
 		res.Digest, res.Same = f.Digest, f.Digest == res.ZKDigest && len(f.Nodes) == res.Nodes
 		g.show(view{json: res, text: func(w io.Writer) {
-			fmt.Fprintf(w, "copied %s from ZooKeeper: %d nodes (%d created now, %d already there), %d ephemerals left out\n",
-				root, res.Nodes, res.Created, res.Present, res.Ephemerals)
+			fmt.Fprintf(w, "Copied %s from ZooKeeper: %s (%d created now, %d already there), %s left out\n",
+				root, nouns(res.Nodes, "node", "nodes"), res.Created, res.Present, nouns(res.Ephemerals, "ephemeral", "ephemerals"))
 			verdict := "the same"
 			if !res.Same {
-				verdict = fmt.Sprintf("DIFFERENT (coord has %d nodes)", len(f.Nodes))
+				verdict = fmt.Sprintf("DIFFERENT (coord has %s)", nouns(len(f.Nodes), "node", "nodes"))
 			}
 			fmt.Fprintf(w, "ZooKeeper %s\ncoord     %s\ntrees are %s\n", res.ZKDigest, res.Digest, verdict)
 		}})

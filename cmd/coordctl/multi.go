@@ -45,6 +45,9 @@ func (m multiOp) toOp(i int) (client.Op, error) {
 	if m.Path == "" {
 		return nil, bad("no path")
 	}
+	if err := checkPath(m.Path, m.Op == "create" && modeNames[m.Mode].IsSequential()); err != nil {
+		return nil, bad("%v", err)
+	}
 	version := int32(-1)
 	if m.Version != nil {
 		version = *m.Version
@@ -161,7 +164,7 @@ ephemeral_sequential, container, persistent_ttl or persistent_sequential_ttl.`,
 					if g.output == "json" {
 						g.show(view{json: map[string]any{"ok": false, "results": out}})
 					}
-					return err
+					return oversize(err, func(p string) int { return dataSize(ops, p) })
 				}
 				return g.show(view{json: map[string]any{"ok": true, "results": out}, text: func(w io.Writer) {
 					for _, j := range out {
@@ -178,4 +181,24 @@ ephemeral_sequential, container, persistent_ttl or persistent_sequential_ttl.`,
 			})
 		},
 	}
+}
+
+// dataSize is the length of the data that ops create or set at p; for ""
+// (no path known) the largest.
+func dataSize(ops []client.Op, p string) int {
+	n := 0
+	for _, op := range ops {
+		var path string
+		var data []byte
+		switch o := op.(type) {
+		case client.CreateOp:
+			path, data = o.Path, o.Data
+		case client.SetDataOp:
+			path, data = o.Path, o.Data
+		}
+		if p == "" || p == path {
+			n = max(n, len(data))
+		}
+	}
+	return n
 }

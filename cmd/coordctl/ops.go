@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -224,7 +225,7 @@ servers' raft snapshots.`,
 				return usageError{err}
 			}
 			defer os.Remove(tmp)
-			p := g.progress("snapshot save (bytes)", 0)
+			p := g.progress("snapshot save", "bytes", 0)
 			var n int64
 			for {
 				ch, err := stream.Recv()
@@ -254,10 +255,22 @@ servers' raft snapshots.`,
 				return err
 			}
 			return g.show(view{json: map[string]any{"file": args[0], "bytes": n, "server": a.addr}, text: func(w io.Writer) {
-				fmt.Fprintf(w, "saved %d bytes from %s to %s\n", n, a.addr, args[0])
+				fmt.Fprintf(w, "saved %s from %s to %s\n", nouns(int(n), "byte", "bytes"), a.addr, args[0])
 			}})
 		},
 	}
+}
+
+// listenerFlags are the flags of a restored server's other listeners: coord's
+// default ports on the raft address's host (the defaults' host is
+// 127.0.0.1, which other machines cannot reach).
+func listenerFlags(raftAddr string) string {
+	host, _, err := net.SplitHostPort(raftAddr)
+	if err != nil {
+		return ""
+	}
+	f := func(port string) string { return net.JoinHostPort(host, port) }
+	return fmt.Sprintf("-grpc-addr %s -zk-addr %s -http-addr %s -gossip-addr %s", f("2182"), f("2181"), f("8080"), f("7946"))
 }
 
 // snapshotRestoreCommand prepares a data directory for a new cluster from
@@ -285,8 +298,8 @@ other servers with add-voter / add-observer. Works offline: it needs no server.`
 			}
 			return g.show(view{json: map[string]any{"data_dir": dataDir, "id": id, "raft_addr": raftAddr, "index": index,
 				"hash": hex.EncodeToString(digest[:])}, text: func(w io.Writer) {
-				fmt.Fprintf(w, "restored %s into %s at index %d (hash %x)\nstart it: coord -id %s -data-dir %s -raft-addr %s\n",
-					args[0], dataDir, index, digest, id, dataDir, raftAddr)
+				fmt.Fprintf(w, "restored %s into %s at index %d (hash %x)\nstart it: coord -id %s -data-dir %s -raft-addr %s %s\n",
+					args[0], dataDir, index, digest, id, dataDir, raftAddr, listenerFlags(raftAddr))
 			}})
 		},
 	}

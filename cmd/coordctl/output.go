@@ -43,6 +43,15 @@ func (g *globals) show(v view) error {
 	return nil
 }
 
+// nouns says how many: nouns(1, "node", "nodes") is "1 node", nouns(2,
+// ...) "2 nodes".
+func nouns(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
 func writeTable(w io.Writer, head []string, rows [][]string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
@@ -90,21 +99,23 @@ func statRows(s vocab.Stat) ([]string, [][]string) {
 
 // progress reports how far a long operation is: a bar on a terminal,
 // a plain line every few seconds otherwise (logs, CI), nothing with
-// --output json on standard error either way (it goes to stderr).
+// --output json on standard error either way (it goes to stderr). unit
+// names what it counts (nodes, bytes, seconds).
 type progress struct {
 	bar   *progressbar.ProgressBar
 	w     io.Writer
 	what  string
+	unit  string
 	total int64
 	n     int64
 	last  time.Time
 }
 
-func (g *globals) progress(what string, total int64) *progress {
-	p := &progress{w: g.stderr, what: what, total: total, last: time.Now()}
+func (g *globals) progress(what, unit string, total int64) *progress {
+	p := &progress{w: g.stderr, what: what, unit: unit, total: total, last: time.Now()}
 	if f, ok := g.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		p.bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription(what),
-			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("nodes"),
+			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString(unit),
 			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
 	}
 	return p
@@ -120,9 +131,9 @@ func (p *progress) add(n int) {
 	if time.Since(p.last) >= 2*time.Second {
 		p.last = time.Now()
 		if p.total > 0 {
-			fmt.Fprintf(p.w, "%s: %d/%d\n", p.what, p.n, p.total)
+			fmt.Fprintf(p.w, "%s: %d/%d %s\n", p.what, p.n, p.total, p.unit)
 		} else {
-			fmt.Fprintf(p.w, "%s: %d\n", p.what, p.n)
+			fmt.Fprintf(p.w, "%s: %d %s\n", p.what, p.n, p.unit)
 		}
 	}
 }

@@ -173,7 +173,7 @@ func (g *globals) perfPhase(ctx context.Context, name string, conns []*client.Co
 		start = time.Now()
 		stop  = start.Add(d)
 	)
-	p := g.progress("check perf "+name+" (s)", int64(d/time.Second))
+	p := g.progress("check perf "+name, "seconds", int64(d/time.Second))
 	tick := time.NewTicker(time.Second)
 	done := make(chan struct{})
 	go func() {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -113,11 +114,29 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if strings.HasPrefix(err.Error(), "unknown command") {
-		err = usageError{err}
+		err = usageError{unknownFlag(root, args, err)}
 	}
 	code := exitCode(err)
-	fmt.Fprintf(stderr, "coordctl: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(stderr, "coordctl: %s\n", oneLine(describe(err)))
 	return code
+}
+
+// unknownFlag explains an unknown command that an unknown flag before it
+// caused. Cobra's command search takes the word after a flag it does not
+// know for that flag's value, so "coordctl --tsl ls /" reads as the
+// unknown command "/"; parsing the root's flags up to that word finds the
+// flag to blame. Otherwise err stands.
+func unknownFlag(root *cobra.Command, args []string, err error) error {
+	var word string
+	if _, serr := fmt.Sscanf(err.Error(), "unknown command %q", &word); serr != nil {
+		return err
+	}
+	if i := slices.Index(args, word); i > 0 {
+		if ferr := root.ParseFlags(args[:i]); ferr != nil {
+			return ferr
+		}
+	}
+	return err
 }
 
 func newRoot(g *globals) *cobra.Command {

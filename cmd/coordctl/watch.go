@@ -26,7 +26,8 @@ line. A "ready" line on standard error says when the watch is set.`,
 		Example: `  coordctl watch /app/config
   coordctl watch -R /app
   coordctl watch -R -o json --count 10 /app`,
-		Args: cobra.ExactArgs(1),
+		Args:              pathArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: g.completePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if timeout > 0 {
