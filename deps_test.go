@@ -127,6 +127,8 @@ var offDiagram = map[string]row{
 	"deploy":         {testOnly: true}, // the docker-compose tests (Dockerfile, docker-compose.yml); no coord package
 	// the attack suite: real coord processes tried as a stranger on every port (docs/security.md)
 	"internal/attack": {testOnly: true, tests: []string{"server", "server/replica", "api", "client", "vocab"}},
+	// the pages' command blocks run as scripts against coord processes (README.md, docs/)
+	"internal/doctest": {testOnly: true},
 	// the runner of jepsen/'s harness (a command of the drawn jepsen/)
 	"jepsen/cmd/jepsen": {imports: []string{"jepsen"}},
 	"zk/compat":         {testOnly: true, tests: []string{"server", "vocab", "internal/netlab"}}, // compatibility tests against a real server
@@ -136,6 +138,9 @@ var offDiagram = map[string]row{
 // import on top of its row.
 var testExtras = map[string][]string{
 	"client": {"server"}, // its tests run against an in-process cluster
+	// its certificate recipe's test (docs/testdata/certs.sh) connects the Go
+	// client to a coord process with the certificates it made.
+	"cmd/coord": {"client"},
 	// coordctl's TLS test takes its certificates from server's TestPKI.
 	"cmd/coordctl": {"server", "internal/zkproc"},
 	// recipes' tests run each recipe through both adapters, on an in-process
