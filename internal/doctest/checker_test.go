@@ -93,6 +93,8 @@ func TestOutputMatches(t *testing.T) {
 		{"a\n...\nz", "a\nb", false},
 		{"dataLength = 14", "dataLength = 15", false},
 		{"took 1.2ms", "took 3s", true},
+		{"s1 40186e7e00ea085c404e0fc39986b79334c5280a69db870bf31eae4d866a9c78", "s1 9b703652357f235fa8fa4997e52e6869bbd44d71e3a7e4b0778bad9436c86c5f", true},
+		{"s1 40186e7e00ea085c404e0fc39986b79334c5280a69db870bf31eae4d866a9c78", "s1 9b70365235", false},
 	} {
 		if got := outputMatches(splitOutput(c.want), splitOutput(c.got)); got != c.ok {
 			t.Errorf("outputMatches(%q, %q) = %v, want %v", c.want, c.got, got, c.ok)

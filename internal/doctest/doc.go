@@ -35,7 +35,7 @@
 // The lines of an output are compared after the same normalization of both
 // sides: runs of blanks become one (tables), and values that differ from run
 // to run become placeholders: dates and times, zxids and session ids (hex of
-// six digits or more, decimals of ten or more), durations and sizes in kB or
-// more. In a page, "..." inside a line matches any text, and a line that is
+// six digits or more, decimals of ten or more), SHA-256 digests (a state's
+// digest holds its times), durations and sizes in kB or more. In a page, "..." inside a line matches any text, and a line that is
 // only "..." matches any number of lines.
 package doctest

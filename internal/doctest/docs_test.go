@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +19,7 @@ import (
 )
 
 // pages are the pages whose command blocks run, relative to the module root.
-var pages = []string{"README.md", "docs/running.md", "docs/coordctl.md"}
+var pages = []string{"README.md", "docs/running.md", "docs/coordctl.md", "docs/deploy.md"}
 
 // TestPages runs each page's command blocks as a script (see the package
 // comment for the rules).
@@ -41,6 +42,12 @@ func TestPages(t *testing.T) {
 		}
 		for _, s := range p.skipped {
 			t.Logf("%s: skipped %s", name, s)
+		}
+		if p.docker {
+			if err := dockerReady(); err != nil {
+				t.Logf("%s: not run: %v", name, err)
+				continue
+			}
 		}
 		script := scriptName(name)
 		parsed[script] = p
@@ -177,12 +184,30 @@ func params(bin string, files []string, parsed map[string]page) testscript.Param
 			if err := os.WriteFile(st.prelude, nil, 0o644); err != nil {
 				return err
 			}
-			if err := copyFile(filepath.Join(bin, "coord"), filepath.Join(env.WorkDir, "coord")); err != nil {
-				return err
-			}
 			env.Setenv("DOCBIN", bin)
 			env.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 			env.Setenv("HOME", filepath.Join(env.WorkDir, ".home"))
+			for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT"} { // a page's go build uses the warm cache
+				if out, err := exec.Command("go", "env", k).Output(); err == nil {
+					env.Setenv(k, strings.TrimSpace(string(out)))
+				}
+			}
+			if p.docker {
+				if err := copyCheckout(env.WorkDir); err != nil {
+					return err
+				}
+				env.Setenv("COMPOSE_PROJECT_NAME", "coorddoc")
+				if h := os.Getenv("DOCKER_HOST"); h != "" {
+					env.Setenv("DOCKER_HOST", h)
+				}
+				env.Defer(func() { composeDown(env.WorkDir, env.Vars) })
+				env.Defer(st.stopServers)
+				env.Values[stateKey{}] = st
+				return nil
+			}
+			if err := copyFile(filepath.Join(bin, "coord"), filepath.Join(env.WorkDir, "coord")); err != nil {
+				return err
+			}
 			if ns, err := newNetns(); err == nil {
 				st.netns = ns
 				env.Defer(func() { exec.Command("ip", "netns", "delete", ns).Run() })
@@ -276,6 +301,13 @@ func runStep(ts *testscript.TestScript, neg bool, args []string) {
 	default:
 		st.waitHealthy(ts)
 		name, args := bounded(st.shell("{\n" + s.cmd + "\n} 2>&1"))
+		if st.page.docker {
+			// docker-compose exec wants a terminal, as the reader has: run
+			// the command on a pseudo-terminal (util-linux's script).
+			f := ts.MkAbs(".doc-step.sh")
+			ts.Check(os.WriteFile(f, []byte(args[len(args)-1]), 0o644))
+			name, args = bounded("script", []string{"-qefc", "bash " + f, "/dev/null"})
+		}
 		err := ts.Exec(name, args...)
 		code := 0
 		var ee *exec.ExitError
@@ -334,7 +366,7 @@ func (st *scriptState) startServer(ts *testscript.TestScript, s step) {
 // ts.Exec.
 func scriptEnv(ts *testscript.TestScript) []string {
 	var env []string
-	for _, k := range []string{"PATH", "HOME", "DOCBIN", "WORK", "TMPDIR"} {
+	for _, k := range []string{"PATH", "HOME", "DOCBIN", "WORK", "TMPDIR", "GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT"} {
 		env = append(env, k+"="+ts.Getenv(k))
 	}
 	return env
@@ -403,6 +435,69 @@ func (st *scriptState) stopServers() {
 			<-done
 		}
 	}
+}
+
+// dockerReady says why the Docker pages cannot run here, if they cannot:
+// no engine, no compose, or the host ports the compose file publishes
+// taken (a cluster of `make up` running).
+func dockerReady() error {
+	if out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
+		return fmt.Errorf("no Docker engine answers: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	if exec.Command("docker-compose", "version").Run() != nil && exec.Command("docker", "compose", "version").Run() != nil {
+		return errors.New("neither docker-compose nor docker compose")
+	}
+	for n := 1; n <= 4; n++ {
+		for _, p := range []int{180, 181, 182} {
+			addr := fmt.Sprintf("127.0.0.1:2%d%d", n, p)
+			if l, err := net.Listen("tcp", addr); err != nil {
+				return fmt.Errorf("host port %s is taken (a compose cluster running?)", addr)
+			} else {
+				l.Close()
+			}
+		}
+	}
+	return nil
+}
+
+// copyCheckout copies this checkout's tracked files (as they are in the
+// working tree) into dir: a Docker page builds images and writes secrets
+// there, never in the checkout.
+func copyCheckout(dir string) error {
+	root := filepath.Join("..", "..")
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
+	if err != nil {
+		return fmt.Errorf("git ls-files: %v", err)
+	}
+	for _, f := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		fi, err := os.Lstat(filepath.Join(root, f))
+		if err != nil || !fi.Mode().IsRegular() {
+			continue // deleted in the working tree, or a link
+		}
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755); err != nil {
+			return err
+		}
+		data, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, fi.Mode().Perm()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// composeDown removes what a Docker page's compose project left: its
+// containers, network and volumes.
+func composeDown(dir string, vars []string) {
+	name, args := "docker-compose", []string{"down", "-v", "--remove-orphans"}
+	if exec.Command("docker-compose", "version").Run() != nil {
+		name, args = "docker", append([]string{"compose"}, args...)
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Env = dir, vars
+	cmd.Run()
 }
 
 func copyFile(from, to string) error {

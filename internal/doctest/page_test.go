@@ -42,6 +42,10 @@ type printed struct {
 type page struct {
 	steps   []step
 	skipped []string // "line N: reason" of each block skipped
+	// docker: "<!-- doc: docker -->": the page runs Docker containers. It
+	// runs in a copy of this checkout, in the machine's own network (the
+	// containers publish their ports there), and only where Docker answers.
+	docker bool
 }
 
 var (
@@ -49,6 +53,7 @@ var (
 	skipRe    = regexp.MustCompile(`^<!--\s*doc:\s*skip\b\s*(.*?)\s*-->\s*$`)
 	hiddenRe  = regexp.MustCompile(`^<!--\s*doc:\s*$`)
 	stopRe    = regexp.MustCompile(`^<!--\s*doc:\s*stop\s*-->$`)
+	dockerRe  = regexp.MustCompile(`^<!--\s*doc:\s*docker\s*-->$`)
 	exitRe    = regexp.MustCompile(`^\[exit (\d+)\]$`)
 	assignRe  = regexp.MustCompile(`^(export\s+)?[A-Za-z_][A-Za-z0-9_]*=('[^']*'|"[^"]*"|[^\s;&|]*)(\s+[A-Za-z_][A-Za-z0-9_]*=('[^']*'|"[^"]*"|[^\s;&|]*))*\s*(#.*)?$`)
 	goRunRe   = regexp.MustCompile(`\bgo run \./cmd/([a-z]+)\b`)
@@ -67,6 +72,10 @@ func parse(md string) (page, error) {
 			if skipNext == "" {
 				return p, fmt.Errorf("line %d: doc: skip needs a reason", i+1)
 			}
+			continue
+		}
+		if dockerRe.MatchString(strings.TrimSpace(l)) {
+			p.docker = true
 			continue
 		}
 		if stopRe.MatchString(strings.TrimSpace(l)) {
@@ -288,6 +297,7 @@ var normalizers = []struct {
 }{
 	{regexp.MustCompile(`\b(Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d [A-Z]{2,5} \d{4}\b`), "<date>"},
 	{regexp.MustCompile(`\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)?`), "<time>"},
+	{regexp.MustCompile(`\b[0-9a-f]{64}\b`), "<sha256>"},
 	{regexp.MustCompile(`\b0x[0-9a-fA-F]{6,}\b`), "0x<hex>"},
 	{regexp.MustCompile(`\b\d{10,}\b`), "<n>"},
 	{regexp.MustCompile(`\b\d+(\.\d+)?(ns|µs|us|ms|s|m|h)\b`), "<dur>"},
@@ -311,11 +321,17 @@ func lineMatches(want, got string) bool {
 	if !strings.Contains(w, "...") {
 		return w == g
 	}
-	parts := strings.Split(w, "...")
-	for i := range parts {
-		parts[i] = regexp.QuoteMeta(parts[i])
+	// "..." may stand in for part of a value that normalizing replaces
+	// whole (sha256:319d7a1d...3b59): then it matches the line as printed.
+	re := func(w string) *regexp.Regexp {
+		parts := strings.Split(w, "...")
+		for i := range parts {
+			parts[i] = regexp.QuoteMeta(parts[i])
+		}
+		return regexp.MustCompile("^" + strings.Join(parts, ".*") + "$")
 	}
-	return regexp.MustCompile("^" + strings.Join(parts, ".*") + "$").MatchString(g)
+	blanks := regexp.MustCompile(`\s+`)
+	return re(w).MatchString(g) || re(blanks.ReplaceAllString(strings.TrimSpace(want), " ")).MatchString(blanks.ReplaceAllString(strings.TrimSpace(got), " "))
 }
 
 // outputMatches compares an output with the page's lines; a page line that
@@ -337,7 +353,7 @@ func outputMatches(want, got []string) bool {
 
 // splitOutput is an output's lines without the final newline's empty one.
 func splitOutput(out string) []string {
-	out = strings.TrimRight(out, "\n")
+	out = strings.TrimRight(strings.ReplaceAll(out, "\r\n", "\n"), "\n")
 	if out == "" {
 		return nil
 	}
