@@ -105,9 +105,11 @@ func freeSubnet(t *testing.T, r *rand.Rand) string {
 // freePortPrefix picks a host port prefix whose 12 ports are all free,
 // below the kernel's ephemeral range (32768-60999) first: a port in it can
 // be taken by any other test's connection between this check and the
-// containers' start (a CI run lost 34180 that way).
+// containers' start (a CI run lost 34180 that way). Never 2: those are the
+// compose file's defaults, which `make up` and internal/doctest's run of
+// docs/deploy.md use, at the same time as this test in go test ./....
 func freePortPrefix(t *testing.T) string {
-	for _, p := range []string{"2", "1", "3", "4", "5", "6"} {
+	for _, p := range []string{"1", "3", "4", "5", "6"} {
 		free := true
 		for n := 1; n <= 4 && free; n++ {
 			for _, k := range []string{"180", "181", "182"} {
@@ -123,7 +125,7 @@ func freePortPrefix(t *testing.T) string {
 			return p
 		}
 	}
-	t.Fatal("no free host port prefix among 2, 1, 3, 4, 5, 6")
+	t.Fatal("no free host port prefix among 1, 3, 4, 5, 6")
 	return ""
 }
 
