@@ -13,7 +13,7 @@ import (
 
 // session opens a session on an in-process three-server coord cluster
 // (started once for all the examples); the examples close it when done.
-// With a real cluster: coordconn.Connect(ctx, []string{"host1:7001", ...}),
+// With a real cluster: coordconn.Connect(ctx, []string{"host1:2182", ...}),
 // or zkconn.Connect(ctx, []string{"host1:2181", ...}, zkconn.Options{}) for
 // Apache ZooKeeper.
 func session() *coordconn.Conn {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,9 +16,32 @@ import (
 )
 
 // Version is what coord reports where ZooKeeper reports its version (srvr,
-// stat, mntr, envi). Tools parse the leading x.y.z: coord speaks ZooKeeper
-// 3.8's protocol.
-const Version = "3.8.4-coord, built on 1970-01-01 00:00 UTC"
+// stat, mntr, envi), in ZooKeeper's form "3.8.0-<revision>, built on
+// <date>": tools parse the leading x.y.z, and coord speaks ZooKeeper 3.8's
+// protocol. The revision and date are the git commit's that go build
+// stamps into the binary; a binary built outside a checkout says unknown.
+var Version = buildVersion()
+
+func buildVersion() string {
+	rev, when, dirty := "", "unknown", ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, st := range bi.Settings {
+			switch st.Key {
+			case "vcs.revision":
+				rev = "-" + st.Value
+			case "vcs.time":
+				if t, err := time.Parse(time.RFC3339, st.Value); err == nil {
+					when = t.UTC().Format("2006-01-02 15:04 UTC")
+				}
+			case "vcs.modified":
+				if st.Value == "true" {
+					dirty = "-modified"
+				}
+			}
+		}
+	}
+	return "3.8.4-coord" + rev + dirty + ", built on " + when
+}
 
 // fourLetterWord answers one of ZooKeeper's four-letter words on a fresh
 // connection and closes it, as ZooKeeper does.

@@ -19,7 +19,7 @@ import (
 // clients that parse it (Curator's EnsembleTracker) see a ZooKeeper
 // ensemble:
 //
-//	server.1=127.0.0.1:7000:7001:participant;127.0.0.1:2181
+//	server.1=127.0.0.1:2888:2182:participant;127.0.0.1:2181
 //	version=100000004
 //
 // One line per server in raft's configuration: host:quorumPort is its raft
