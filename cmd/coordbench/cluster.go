@@ -32,11 +32,14 @@ import (
 // (-cluster-key-file, if the binary has it). Server i listens for raft on
 // base+i, gRPC on base+100+i, gossip on base+200+i, HTTP on base+300+i and,
 // if the binary has -zk-addr, ZooKeeper's protocol on base+400+i.
+// Observers (-observers) come after the voters, as `coord local` starts
+// them: -observer, no bootstrap, marked ",observer" in everyone's -peers.
 // Every process is killed when the cluster stops, and coordbench stops it on
 // every way out (see run).
 type cluster struct {
 	bin      string
 	dir      string
+	voters   int      // servers 1..voters vote; the rest are observers
 	logLevel string   // the servers' -log-level
 	extra    []string // more flags for every server
 	zkFlag   bool     // the binary takes -zk-addr (the ZooKeeper wire protocol port)
@@ -129,10 +132,13 @@ func buildCoord(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
-// startCluster starts n voters and waits until they agree on a leader. On
-// error the processes already started are killed.
-func startCluster(ctx context.Context, bin, dir, logLevel string, extra []string, n, base int, log io.Writer) (*cluster, error) {
-	c := &cluster{bin: bin, dir: dir, logLevel: logLevel, extra: extra, base: base, procs: make([]*proc, n), log: log}
+// startCluster starts n voters and then observers observers and waits until
+// they agree on a leader. On error the processes already started are
+// killed.
+func startCluster(ctx context.Context, bin, dir, logLevel string, extra []string, n, observers, base int, log io.Writer) (*cluster, error) {
+	c := &cluster{bin: bin, dir: dir, logLevel: logLevel, extra: extra, voters: n, base: base, log: log}
+	n += observers
+	c.procs = make([]*proc, n)
 	c.zkFlag = binaryHasFlag(ctx, bin, "zk-addr")
 	c.pprof = binaryHasFlag(ctx, bin, "pprof")
 	if binaryHasFlag(ctx, bin, "cluster-key-file") {
@@ -210,7 +216,11 @@ func (c *cluster) args(i int) []string {
 	var peers []string
 	for j := 1; j <= len(c.procs); j++ {
 		if j != i {
-			peers = append(peers, fmt.Sprintf("s%d=%s,%s", j, c.raftAddr(j), c.grpcAddr(j)))
+			p := fmt.Sprintf("s%d=%s,%s", j, c.raftAddr(j), c.grpcAddr(j))
+			if j > c.voters {
+				p += ",observer"
+			}
+			peers = append(peers, p)
 		}
 	}
 	args := []string{"-id", fmt.Sprintf("s%d", i), "-data-dir", filepath.Join(c.dir, fmt.Sprintf("s%d", i)),
@@ -227,6 +237,9 @@ func (c *cluster) args(i int) []string {
 	}
 	if i > 1 {
 		args = append(args, "-join", c.gossipAddr(1))
+	}
+	if i > c.voters {
+		args = append(args, "-observer", "-bootstrap=false")
 	}
 	return append(args, c.extra...)
 }

@@ -21,6 +21,7 @@ type config struct {
 	servers   []string // addresses of an existing cluster, in the protocol's terms
 	local     int      // start a coord cluster of this many voters instead
 	zookeeper int      // start an Apache ZooKeeper ensemble of this many servers instead
+	observers int      // -local, -zookeeper: this many observers besides the voters
 	coordBin  string   // coord binary for -local; built when empty
 	basePort  int      // server i: raft basePort+i, gRPC basePort+100+i
 	keep      bool     // keep the local cluster's directory (data and logs)
@@ -57,6 +58,8 @@ type config struct {
 	failoverTimeout  time.Duration // give up on a round after this long
 	big              int           // -big: znodes to load before the restart rounds
 	bigRounds        int
+	freshness        bool // -freshness: how soon other servers show an acknowledged write
+	freshnessWrites  int  // -freshness: acknowledged writes measured
 
 	jsonPath string // "" none, "-" stdout, else a file
 	verbose  bool
@@ -77,6 +80,7 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	servers := fs.String("servers", "", "addresses of an existing cluster, comma separated: gRPC ones, or ZooKeeper-protocol ones with -protocol zk")
 	fs.IntVar(&c.local, "local", 0, "start a loopback cluster of `N` real coord voters (ids s1..sN) instead of -servers")
 	fs.IntVar(&c.zookeeper, "zookeeper", 0, "start a loopback Apache ZooKeeper ensemble of `N` servers (Debian's zookeeper package; implies -protocol zk) instead of -servers")
+	fs.IntVar(&c.observers, "observers", 0, "-local, -zookeeper: also start `N` observers (coord: raft non-voters; ZooKeeper: peerType=observer), numbered after the voters; sessions spread over them too")
 	fs.StringVar(&c.coordBin, "coord-bin", "", "coord binary for -local (default: go build ./cmd/coord into the temp dir; run from the module root)")
 	fs.IntVar(&c.basePort, "base-port", 3880, "-local: server i listens for raft on base+i, gRPC on base+100+i, gossip on base+200+i, HTTP on base+300+i, ZooKeeper (if coord has -zk-addr) on base+400+i; -zookeeper: quorum on base+i, election on base+100+i, clients on base+400+i")
 	fs.BoolVar(&c.keep, "keep", false, "-local, -zookeeper: keep the cluster's temp directory (data dirs and server logs)")
@@ -109,6 +113,8 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	fs.DurationVar(&c.failoverTimeout, "failover-timeout", 30*time.Second, "give up on a round when no write succeeds this long after the kill")
 	fs.IntVar(&c.big, "big", 0, "-local, -zookeeper, -protocol zk: load `N` znodes (-data-size data, 20-byte names), report each server's RSS (coord: live heap, raft log, snapshots), then SIGKILL a follower -big-rounds times, start it at once, and time the kill to its first getData; -runs or -workloads given too run after that, against the big tree")
 	fs.IntVar(&c.bigRounds, "big-rounds", 3, "-big: follower kills")
+	fs.BoolVar(&c.freshness, "freshness", false, "ZooKeeper's protocol only (-protocol zk or -zookeeper): one session on the leader sets a znode, and right after each ack one session on every follower and observer reads it until it shows the write; report the share of first reads that already show it and the ack-to-visible lag (freshness.go)")
+	fs.IntVar(&c.freshnessWrites, "freshness-writes", 1500, "-freshness: acknowledged writes measured (each is read on every other server)")
 	fs.StringVar(&c.jsonPath, "json", "", "also write one JSON object per run to this `file` (- for stdout)")
 	fs.StringVar(&c.stages, "stages", "", "print each run's write-path stage breakdown from the servers' /metrics (coord_write_stage_seconds): \"local\" with -local, or their HTTP addresses, comma separated")
 	fs.BoolVar(&c.verbose, "v", false, "log client and cluster events to stderr")
@@ -135,6 +141,10 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 		return c, errors.New("give -servers host:port,..., -local N or -zookeeper N (N >= 1)")
 	case c.local > 9 || c.zookeeper > 9:
 		return c, fmt.Errorf("-local/-zookeeper %d: at most 9 servers", started)
+	case c.observers < 0 || (c.observers > 0 && started == 0):
+		return c, errors.New("-observers N needs N >= 0 and -local or -zookeeper")
+	case started+c.observers > 9:
+		return c, fmt.Errorf("-local/-zookeeper %d with -observers %d: at most 9 servers", started, c.observers)
 	case c.zookeeper > 0 && set["protocol"] && c.protocol != "zk":
 		return c, errors.New("-zookeeper speaks only ZooKeeper's protocol: -protocol zk")
 	case started == 0 && (set["coord-bin"] || set["base-port"] || set["keep"] || set["server-log-level"]):
@@ -160,7 +170,7 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	}
 	// -failover alone runs only the failover measurement unless
 	// -workloads is given too.
-	if (c.failover || c.flood > 0 || c.big > 0) && !set["workloads"] {
+	if (c.failover || c.flood > 0 || c.big > 0 || c.freshness) && !set["workloads"] {
 		c.workloads = nil
 	} else if c.workloads, err = parseWorkloads(*wl); err != nil {
 		return c, err
@@ -229,6 +239,18 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	}
 	if c.big != 0 && (c.big < 1 || c.big > 100_000_000 || started == 0 || c.protocol != "zk" || c.bigRounds < 1 || c.bigRounds > 100) {
 		return c, errors.New("-big N needs 1 <= N <= 100000000, -local or -zookeeper, -protocol zk and -big-rounds 1..100")
+	}
+	if c.observers > 0 && (c.failover || c.big > 0) {
+		return c, errors.New("-observers does not go with -failover or -big (they kill and restart followers and voters only)")
+	}
+	if c.freshness && c.protocol != "zk" {
+		return c, errors.New("-freshness speaks only ZooKeeper's protocol (the same client for coord and ZooKeeper): -protocol zk")
+	}
+	if set["freshness-writes"] && !c.freshness {
+		return c, errors.New("-freshness-writes applies only with -freshness")
+	}
+	if c.freshnessWrites < 1 || c.freshnessWrites > 1_000_000 {
+		return c, fmt.Errorf("-freshness-writes %d: want 1..1000000", c.freshnessWrites)
 	}
 	c.jsonPath = strings.TrimSpace(c.jsonPath)
 	return c, nil

@@ -10,6 +10,8 @@
 //	go run ./cmd/coordbench -local 3 -protocol zk -workloads all
 //	go run ./cmd/coordbench -zookeeper 3 -workloads all
 //	go run ./cmd/coordbench -protocol zk -servers zk1:2181,zk2:2181,zk3:2181 -workloads set,get
+//	go run ./cmd/coordbench -local 3 -observers 1 -protocol zk -freshness
+//	go run ./cmd/coordbench -zookeeper 3 -observers 1 -freshness
 //
 // -protocol grpc (the default) drives coord's Go client (package client);
 // -protocol zk drives github.com/go-zookeeper/zk over ZooKeeper's wire
@@ -64,6 +66,17 @@
 // with 64 sessions × 8 in flight, reports each server's RSS once all have
 // them, then kills a follower with SIGKILL -big-rounds times, starts it at
 // once and times the kill to the first getData it answers (restart.go).
+//
+// -observers N adds N observers after the voters of -local (coord's raft
+// non-voters, started as `coord local` starts them) or -zookeeper
+// (peerType=observer); sessions spread over them too.
+//
+// -freshness (ZooKeeper's protocol only) puts a writer session on the
+// leader and a reader session on every follower and observer; after each
+// of -freshness-writes acknowledged setData calls every reader reads the
+// znode until it shows the write. It reports, per server, per role and for
+// all, the share of first reads that already showed it and the lag from
+// the ack until a read showed it (freshness.go).
 //
 // -failover (with -local or -zookeeper, at least 3 servers) keeps
 // -failover-sessions sessions writing (one setData in flight each),
@@ -186,7 +199,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 					return fail(err)
 				}
 			}
-			cl, err := startCluster(ctx, bin, dir, cfg.srvLog, strings.Fields(cfg.srvFlags), cfg.local, cfg.basePort, stderr)
+			cl, err := startCluster(ctx, bin, dir, cfg.srvLog, strings.Fields(cfg.srvFlags), cfg.local, cfg.observers, cfg.basePort, stderr)
 			if err != nil {
 				return fail(err)
 			}
@@ -200,7 +213,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			}
 		} else {
 			jvm := append([]string{"-Xmx" + cfg.zkHeap}, strings.Fields(cfg.zkJVMFlags)...)
-			z, err := startZooKeeper(ctx, cfg.zkJava, cfg.zkClasspath, jvm, dir, cfg.srvLog, cfg.zookeeper, cfg.basePort, stderr)
+			z, err := startZooKeeper(ctx, cfg.zkJava, cfg.zkClasspath, jvm, dir, cfg.srvLog, cfg.zookeeper, cfg.observers, cfg.basePort, stderr)
 			if err != nil {
 				return fail(err)
 			}
@@ -309,6 +322,20 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 				runResult
 			}{"run", res})
 		}
+		if err := checkExits(); err != nil {
+			return fail(err)
+		}
+	}
+	if cfg.freshness {
+		res, err := b.runFreshness(ctx)
+		if err != nil {
+			return fail(fmt.Errorf("freshness: %w", err))
+		}
+		printFreshness(stdout, res)
+		emit(struct {
+			Type string `json:"type"`
+			freshnessResult
+		}{"freshness", res})
 		if err := checkExits(); err != nil {
 			return fail(err)
 		}

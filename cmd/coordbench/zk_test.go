@@ -72,7 +72,7 @@ func TestParseMntr(t *testing.T) {
 }
 
 func TestZKConfig(t *testing.T) {
-	cfg := zkConfig(2, 3, 5000, "/tmp/x/zk2")
+	cfg := zkConfig(2, 3, 0, 5000, "/tmp/x/zk2")
 	for _, line := range []string{"tickTime=2000", "initLimit=10", "syncLimit=5", "dataDir=/tmp/x/zk2",
 		"clientPort=5402", "clientPortAddress=127.0.0.1", "4lw.commands.whitelist=*", "admin.enableServer=false",
 		"server.1=127.0.0.1:5001:5101", "server.2=127.0.0.1:5002:5102", "server.3=127.0.0.1:5003:5103"} {
@@ -80,8 +80,21 @@ func TestZKConfig(t *testing.T) {
 			t.Errorf("zoo.cfg lacks %q:\n%s", line, cfg)
 		}
 	}
-	if strings.Contains(cfg, "server.4") || strings.Contains(cfg, "snapCount") || strings.Contains(cfg, "forceSync") {
+	if strings.Contains(cfg, "server.4") || strings.Contains(cfg, "snapCount") || strings.Contains(cfg, "forceSync") ||
+		strings.Contains(cfg, "observer") {
 		t.Errorf("zoo.cfg: unexpected settings:\n%s", cfg)
+	}
+	// With an observer: every server lists it as one, and only it says so
+	// of itself.
+	voter, observer := zkConfig(2, 3, 1, 5000, "/tmp/x/zk2"), zkConfig(4, 3, 1, 5000, "/tmp/x/zk4")
+	for _, cfg := range []string{voter, observer} {
+		if !slices.Contains(strings.Split(cfg, "\n"), "server.4=127.0.0.1:5004:5104:observer") ||
+			!slices.Contains(strings.Split(cfg, "\n"), "server.3=127.0.0.1:5003:5103") {
+			t.Errorf("zoo.cfg lacks the observer's or a voter's line:\n%s", cfg)
+		}
+	}
+	if strings.Contains(voter, "peerType") || !slices.Contains(strings.Split(observer, "\n"), "peerType=observer") {
+		t.Errorf("peerType=observer belongs in the observer's zoo.cfg only:\nvoter:\n%s\nobserver:\n%s", voter, observer)
 	}
 }
 

@@ -50,24 +50,35 @@ func (z *zkEnsemble) clientAddrs() []string {
 	return out
 }
 
-// zkConfig is server i's zoo.cfg in an ensemble of n whose ports start at
-// base.
-func zkConfig(i, n, base int, dataDir string) string {
+// zkConfig is server i's zoo.cfg in an ensemble of n voters and then
+// observers observers (ZooKeeper's static observer setup: ":observer" on
+// their server lines, and peerType=observer in their own file) whose ports
+// start at base.
+func zkConfig(i, n, observers, base int, dataDir string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tickTime=2000\ninitLimit=10\nsyncLimit=5\n")
 	fmt.Fprintf(&b, "dataDir=%s\n", dataDir)
 	fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=127.0.0.1\n", base+400+i)
 	fmt.Fprintf(&b, "4lw.commands.whitelist=*\nadmin.enableServer=false\nmaxClientCnxns=0\n")
-	for j := 1; j <= n; j++ {
-		fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", j, base+j, base+100+j)
+	if i > n {
+		fmt.Fprintf(&b, "peerType=observer\n")
+	}
+	for j := 1; j <= n+observers; j++ {
+		role := ""
+		if j > n {
+			role = ":observer"
+		}
+		fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d%s\n", j, base+j, base+100+j, role)
 	}
 	return b.String()
 }
 
-// startZooKeeper writes the configuration of n servers, starts them and
-// waits until they serve and one leads. On error the JVMs already started
-// are killed.
-func startZooKeeper(ctx context.Context, java, cp string, jvmFlags []string, dir, logLevel string, n, base int, log io.Writer) (*zkEnsemble, error) {
+// startZooKeeper writes the configuration of n voters and observers
+// observers, starts them and waits until they serve and one leads. On
+// error the JVMs already started are killed.
+func startZooKeeper(ctx context.Context, java, cp string, jvmFlags []string, dir, logLevel string, n, observers, base int, log io.Writer) (*zkEnsemble, error) {
+	voters := n
+	n += observers
 	z := &zkEnsemble{java: java, cp: cp, jvmFlags: jvmFlags, dir: dir, base: base, logLevel: logLevel, procs: make([]*proc, n), log: log}
 	for _, jar := range strings.Split(cp, ":") {
 		if _, err := os.Stat(jar); err != nil {
@@ -92,7 +103,7 @@ func startZooKeeper(ctx context.Context, java, cp string, jvmFlags []string, dir
 		if err := os.WriteFile(filepath.Join(data, "myid"), []byte(fmt.Sprintf("%d\n", i)), 0o644); err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(z.cfgPath(i), []byte(zkConfig(i, n, base, data)), 0o644); err != nil {
+		if err := os.WriteFile(z.cfgPath(i), []byte(zkConfig(i, voters, observers, base, data)), 0o644); err != nil {
 			return nil, err
 		}
 	}
