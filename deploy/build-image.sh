@@ -28,6 +28,13 @@ fi
 export DOCKER_BUILDKIT
 # The image the tag names now: once the tag moves to the new build it is left untagged (a
 # dangling <none> image per build), so it is removed below.
+# One build at a time on this host: removing an old image (below) removes its untagged parent
+# layers, which a concurrent build may be using as its cache ("unknown parent image ID"); the
+# compose test's image removal takes the same lock.
+if command -v flock >/dev/null; then
+  exec 9>/tmp/coord-image-build.lock
+  flock 9
+fi
 old=$(docker image inspect -f '{{.Id}}' "$tag" 2>/dev/null || true)
 # The legacy builder prints its deprecation banner (DEPRECATED: The legacy builder ..., up to a blank
 # line) on every build; without buildx there is nothing to switch to, so it is dropped, as is the

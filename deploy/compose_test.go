@@ -543,6 +543,12 @@ func (s *stack) cleanup() {
 		}
 	}
 	s.composeRun(3*time.Minute, "down", "-v", "--remove-orphans")
-	s.run(time.Minute, "docker", "rmi", s.image, s.image+"-v2")
+	// Under deploy/build-image.sh's lock: removing the images removes their
+	// untagged parent layers, which another build may be using as cache.
+	if _, err := exec.LookPath("flock"); err == nil {
+		s.run(time.Minute, "flock", "/tmp/coord-image-build.lock", "docker", "rmi", s.image, s.image+"-v2")
+	} else {
+		s.run(time.Minute, "docker", "rmi", s.image, s.image+"-v2")
+	}
 	os.RemoveAll(filepath.Join(s.root, "build", s.project))
 }
