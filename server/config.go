@@ -234,6 +234,10 @@ type Config struct {
 	RaftTimeout      time.Duration
 	CommitTimeout    time.Duration
 	SnapshotInterval time.Duration
+	// FreshFollowers: a write is answered only once every follower and
+	// observer that keeps up has its commit notice, and their reads wait
+	// for the commits they were told of (-fresh-followers).
+	FreshFollowers bool
 
 	// MinFreeDisk is the free space (bytes) the data directory must keep;
 	// below it the server refuses writes with an error rather than run its

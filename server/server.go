@@ -255,7 +255,7 @@ func (s *Server) startReplica(auth replica.PeerAuth) error {
 	rc := replica.Config{
 		ID: s.cfg.ID, DataDir: s.cfg.DataDir, Observer: s.cfg.Observer,
 		Bootstrap: s.cfg.Bootstrap, BootstrapPeers: voters,
-		RaftTimeout: s.cfg.RaftTimeout, CommitTimeout: s.cfg.CommitTimeout,
+		RaftTimeout: s.cfg.RaftTimeout, CommitTimeout: s.cfg.CommitTimeout, FreshFollowers: s.cfg.FreshFollowers,
 		SnapshotThreshold: s.cfg.SnapshotThreshold, TrailingLogs: s.cfg.TrailingLogs, SnapshotInterval: s.cfg.SnapshotInterval,
 		SnapshotLogBytes: s.cfg.SnapshotLogBytes, LogStoreKind: s.cfg.LogStore,
 		EnforceQuota: s.cfg.EnforceQuota,

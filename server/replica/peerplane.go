@@ -26,7 +26,8 @@ import (
 // own, the raft port. A connection is a TLS session whose both ends prove
 // membership before any protocol byte is read (PeerAuth: a certificate of
 // the peer CA, or the cluster key); then the dialer names the channel in
-// one byte, 'R' for raft and 'G' for gRPC. Nothing of this plane is
+// one byte, 'R' for raft, 'G' for gRPC and 'C' for commit notices
+// (notices.go). Nothing of this plane is
 // served on a client port, and a connection that fails the handshake is
 // closed without reading a byte of raft or gRPC.
 
@@ -68,6 +69,8 @@ type peerPlane struct {
 	mu     sync.Mutex
 	conns  map[string]*grpc.ClientConn
 	closed bool
+
+	onNotices atomic.Pointer[func(net.Conn)] // takes a 'C' connection (notices.go)
 
 	refusedN   atomic.Uint64 // connections refused at the handshake (Stats.PeerRefused)
 	refusedLog atomic.Int64  // unix ns of the last refusal logged
@@ -143,6 +146,12 @@ func (p *peerPlane) handshake(c net.Conn) {
 		p.raftL.put(tc)
 	case chanGRPC:
 		p.grpcL.put(tc)
+	case chanNotices:
+		if f := p.onNotices.Load(); f != nil {
+			(*f)(tc)
+		} else {
+			tc.Close()
+		}
 	default:
 		p.refused(c.RemoteAddr(), fmt.Errorf("unknown channel %q", ch[0]))
 		tc.Close()

@@ -49,6 +49,7 @@ type raftFSM struct {
 	committed atomic.Pointer[position]
 	commitCh  chan struct{} // closed and replaced whenever committed moves
 	kick      chan struct{} // want moved or the log grew
+	notices   notices       // the leader's commit-notice connections (notices.go)
 
 	waitMu  sync.Mutex
 	waitCh  chan struct{} // closed and replaced whenever applied moves
@@ -260,7 +261,9 @@ func (r *raftFSM) applyLocked(logs []*raft.Log) {
 			break
 		}
 		if l.Type == raft.LogCommand || l.Type == raft.LogConfiguration {
-			r.publishCommitted(position{index: l.Index, term: l.Term})
+			p := position{index: l.Index, term: l.Term}
+			r.notices.send(p) // before the apply, so before any answer
+			r.publishCommitted(p)
 			break
 		}
 	}
@@ -321,6 +324,34 @@ func (r *raftFSM) learnCommit(p position) {
 	}
 	r.wakeApplier()
 }
+
+// awaitLearned waits, at most learnedWait, until this server has applied
+// the commits the leader has told it of (learnCommit): a read that comes in
+// after a commit notice shows what the notice announced, as on ZooKeeper,
+// whose follower applies a COMMIT before it reads the next request.
+func (r *raftFSM) awaitLearned() {
+	var timer *time.Timer
+	for {
+		ch := r.appliedChanged()
+		p := r.want.Load()
+		if p == nil || p.index <= r.applied.Load() {
+			return
+		}
+		if timer == nil {
+			timer = time.NewTimer(learnedWait)
+			defer timer.Stop()
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return
+		}
+	}
+}
+
+// learnedWait bounds awaitLearned: about a local fsync, for a notice that
+// came before the entry it announces was stored here.
+const learnedWait = 2 * time.Millisecond
 
 // wakeApplier wakes runApplier.
 func (r *raftFSM) wakeApplier() {

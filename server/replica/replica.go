@@ -47,8 +47,13 @@ type Config struct {
 	Bootstrap      bool
 	BootstrapPeers []Member
 
-	RaftTimeout       time.Duration
-	CommitTimeout     time.Duration
+	RaftTimeout   time.Duration
+	CommitTimeout time.Duration
+	// FreshFollowers: the leader applies (and so answers) an entry only
+	// once every follower and observer that keeps up has confirmed its
+	// commit notice (at most a millisecond), and a read here waits for the
+	// commits this server has been told of (notices.go).
+	FreshFollowers    bool
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
 	SnapshotInterval  time.Duration
@@ -112,6 +117,8 @@ type Replica struct {
 	raft      *raft.Raft
 	transport *raft.NetworkTransport
 	peers     *peerPlane    // the peer plane: raft's stream and peer gRPC
+	// noticesRead counts the commit notices read from leaders (notices.go).
+	noticesRead atomic.Uint64
 	closer    io.Closer     // the bbolt store, when the replica opened it
 	logs      raft.LogStore // store behind the cache of recent entries
 	storeKind string        // LogStoreBolt or LogStoreWAL ("" with stores handed in)
@@ -198,6 +205,7 @@ func New(cfg Config) (*Replica, error) {
 		return nil, err
 	}
 	r.peers = peers
+	r.fsm.notices.wait = cfg.FreshFollowers
 	if err := r.startRaft(); err != nil {
 		peers.close()
 		return nil, err
@@ -213,11 +221,14 @@ func (r *Replica) Start() {
 		r.cfg.RegisterPeer(r.peers.grpc)
 	}
 	go r.peers.grpc.Serve(r.peers.grpcL)
-	r.wg.Add(5)
+	serve := r.serveNotices
+	r.peers.onNotices.Store(&serve)
+	r.wg.Add(6)
 	go r.watchRaft()
 	go r.runSnapshots()
 	go r.prop.run()
 	go r.followCommits()
+	go r.followNotices()
 	go func() { defer r.wg.Done(); r.fsm.runApplier(r.logs, r.closing) }()
 }
 
@@ -369,6 +380,9 @@ func (r *Replica) LastZxid() zxid.Zxid { return r.fsm.fsm.LastZxid() }
 // returns, so a watch f registers fires for every later change and an
 // event apply queues lands after anything f queues.
 func (r *Replica) Read(f func(v *fsm.View)) {
+	if r.cfg.FreshFollowers {
+		r.fsm.awaitLearned()
+	}
 	r.fsm.mu.RLock()
 	defer r.fsm.mu.RUnlock()
 	f(r.fsm.fsm.View())
@@ -460,6 +474,9 @@ type Stats struct {
 	// FastApplied counts entries applied from the leader's commit stream
 	// before raft told of the commit.
 	FastApplied uint64
+	// NoticesRead counts commit notices this server read from a leader
+	// (notices.go).
+	NoticesRead uint64
 	// Pending is how many proposals of this server wait for their entry.
 	Pending int
 	// PeerRefused counts connections to the peer port refused at the
@@ -470,7 +487,7 @@ type Stats struct {
 // Stats returns the replica's counters.
 func (r *Replica) Stats() Stats {
 	return Stats{Mismatched: r.fsm.mismatched.Load(), SnapshotFailed: r.fsm.skipped.Load(),
-		FastApplied: r.fsm.fast.Load(), Pending: r.fsm.pendingCount(), PeerRefused: r.peers.refusedN.Load()}
+		FastApplied: r.fsm.fast.Load(), NoticesRead: r.noticesRead.Load(), Pending: r.fsm.pendingCount(), PeerRefused: r.peers.refusedN.Load()}
 }
 
 // Close stops raft, fails every request still waiting and closes the
@@ -508,6 +525,7 @@ func (r *Replica) Close() error {
 		r.fwd.close()
 		err = r.shutdownRaft()
 		r.peers.close()
+		r.fsm.notices.closeAll()
 		r.fsm.failAll(ErrClosed)
 		r.wg.Wait()
 		if cerr := r.transport.Close(); err == nil {

@@ -1,0 +1,252 @@
+package replica
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Commit notices: the short path of a commit from the leader to its
+// followers and observers (issue: a reader on a follower should see a write
+// another client was just told succeeded, as on ZooKeeper, whose leader
+// sends COMMIT before it answers). Each follower keeps one connection of
+// the peer plane's channel 'C' to the leader. The leader's apply writes the
+// index and term of the last entry it is about to apply to every such
+// connection itself, before it applies the entries and so before any
+// writer is answered; the follower's reader applies its own log up to
+// there at once, on the goroutine that read the notice (fastApply: only if
+// its log holds that entry with that term). The Commits gRPC stream
+// (commits.go) carries the same positions and stays as the fallback: a
+// notice lost here is applied from there, or by raft.
+
+// chanNotices is the peer plane's channel of commit notices.
+const chanNotices byte = 'C'
+
+// noticeWriteWait bounds the leader's write of one notice to one follower:
+// a follower that does not read them (paused, cut off) loses its
+// connection rather than slow the leader's apply; it dials again.
+const noticeWriteWait = time.Millisecond
+
+// notices is the leader's set of notice connections.
+type notices struct {
+	// wait: send waits for the followers' receipts (Config.FreshFollowers).
+	wait  bool
+	mu    sync.Mutex
+	conns map[net.Conn]*noticeConn
+	buf   [16]byte
+	recv  chan struct{} // closed and replaced whenever a receipt arrives
+}
+
+// noticeConn is what the leader knows of one follower's notices.
+type noticeConn struct {
+	received atomic.Uint64 // the last index the follower said it read
+	// lagging: it did not confirm a notice within receiptWait; send does
+	// not wait for it again until it confirms the latest one.
+	lagging atomic.Bool
+}
+
+// receiptWait bounds how long the leader's apply waits for its followers
+// to confirm that they read a notice: about a round trip between servers.
+// A follower slower than that is not waited for until it catches up.
+const receiptWait = time.Millisecond
+
+func (n *notices) add(c net.Conn) *noticeConn {
+	nc := &noticeConn{}
+	n.mu.Lock()
+	if n.conns == nil {
+		n.conns = map[net.Conn]*noticeConn{}
+		n.recv = make(chan struct{})
+	}
+	n.conns[c] = nc
+	n.mu.Unlock()
+	return nc
+}
+
+// receipt records that nc's follower read the notice of index.
+func (n *notices) receipt(nc *noticeConn, index uint64) {
+	nc.received.Store(index)
+	n.mu.Lock()
+	close(n.recv)
+	n.recv = make(chan struct{})
+	n.mu.Unlock()
+}
+
+func (n *notices) remove(c net.Conn) {
+	n.mu.Lock()
+	delete(n.conns, c)
+	n.mu.Unlock()
+	c.Close()
+}
+
+// send writes p to every connection; a connection that cannot take it
+// within noticeWriteWait is closed.
+// With wait (Config.FreshFollowers) it then waits, at most receiptWait,
+// until every follower that keeps up has confirmed it read p, so that the
+// notice is there before any writer hears of the commit.
+func (n *notices) send(p position) {
+	n.mu.Lock()
+	if len(n.conns) == 0 {
+		n.mu.Unlock()
+		return
+	}
+	binary.BigEndian.PutUint64(n.buf[:8], p.index)
+	binary.BigEndian.PutUint64(n.buf[8:], p.term)
+	for c := range n.conns {
+		c.SetWriteDeadline(time.Now().Add(noticeWriteWait))
+		if _, err := c.Write(n.buf[:]); err != nil {
+			delete(n.conns, c)
+			c.Close()
+		}
+	}
+	n.mu.Unlock()
+	if !n.wait {
+		return
+	}
+	var timer *time.Timer
+	for {
+		n.mu.Lock()
+		ch, behind := n.recv, false
+		for _, nc := range n.conns {
+			got := nc.received.Load()
+			if got >= p.index {
+				nc.lagging.Store(false)
+			} else if !nc.lagging.Load() {
+				behind = true
+			}
+		}
+		n.mu.Unlock()
+		if !behind {
+			return
+		}
+		if timer == nil {
+			timer = time.NewTimer(receiptWait)
+			defer timer.Stop()
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			n.mu.Lock()
+			for _, nc := range n.conns {
+				if nc.received.Load() < p.index {
+					nc.lagging.Store(true)
+				}
+			}
+			n.mu.Unlock()
+			return
+		}
+	}
+}
+
+// closeAll drops every connection (this server stopped leading or closes).
+func (n *notices) closeAll() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for c := range n.conns {
+		c.Close()
+	}
+	n.conns = nil
+}
+
+// serveNotices takes a follower's notice connection (the peer plane
+// authenticated it): a leader keeps it until it breaks or leadership moves;
+// any other server closes it at once.
+func (r *Replica) serveNotices(c net.Conn) {
+	if r.raft == nil || r.raft.State() != raft.Leader {
+		c.Close()
+		return
+	}
+	nc := r.fsm.notices.add(c)
+	// The follower answers each notice with its index (a receipt).
+	go func() {
+		defer r.fsm.notices.remove(c)
+		var buf [8]byte
+		for {
+			if _, err := io.ReadFull(c, buf[:]); err != nil {
+				return
+			}
+			r.fsm.notices.receipt(nc, binary.BigEndian.Uint64(buf[:]))
+		}
+	}()
+}
+
+// followNotices keeps a notice connection to the current leader while this
+// server is not the leader, and applies what it reads.
+func (r *Replica) followNotices() {
+	defer r.wg.Done()
+	for {
+		select {
+		case <-r.closing:
+			return
+		default:
+		}
+		if !r.followNoticesOnce() {
+			select {
+			case <-r.closing:
+				return
+			case <-time.After(r.cfg.RaftTimeout / 4):
+			}
+		}
+	}
+}
+
+// followNoticesOnce reads one leader's notices until the connection ends
+// or raft names another leader. It reports whether it got a connection.
+func (r *Replica) followNoticesOnce() bool {
+	_, leaderID := r.raft.LeaderWithID()
+	if leaderID == "" || string(leaderID) == r.cfg.ID {
+		return false
+	}
+	lctx, lcancel := context.WithTimeout(context.Background(), r.LeaderWait())
+	id, addr, err := r.Leader(lctx)
+	lcancel()
+	if err != nil || id != string(leaderID) {
+		return false
+	}
+	dctx, dcancel := context.WithTimeout(context.Background(), r.LeaderWait())
+	c, err := r.peers.dialChannel(dctx, addr, chanNotices)
+	dcancel()
+	if err != nil {
+		return false
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() { // hang up when raft names another leader or this server closes
+		t := time.NewTicker(r.cfg.RaftTimeout / 2)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				c.Close()
+				return
+			case <-r.closing:
+				c.Close()
+				return
+			case <-t.C:
+				if _, now := r.raft.LeaderWithID(); string(now) != id {
+					c.Close()
+					return
+				}
+			}
+		}
+	}()
+	var buf [16]byte
+	for {
+		if _, err := io.ReadFull(c, buf[:]); err != nil {
+			return true
+		}
+		p := position{index: binary.BigEndian.Uint64(buf[:8]), term: binary.BigEndian.Uint64(buf[8:])}
+		r.noticesRead.Add(1)
+		r.fsm.learnCommit(p) // reads from here on wait for it (awaitLearned)
+		c.SetWriteDeadline(time.Now().Add(r.cfg.RaftTimeout))
+		if _, err := c.Write(buf[:8]); err != nil { // the receipt
+			return true
+		}
+		r.fsm.fastApply(r.logs, p.index, p.term)
+	}
+}
