@@ -117,13 +117,13 @@ type Replica struct {
 	raft      *raft.Raft
 	transport *raft.NetworkTransport
 	peers     *peerPlane    // the peer plane: raft's stream and peer gRPC
-	// noticesRead counts the commit notices read from leaders (notices.go).
-	noticesRead atomic.Uint64
 	closer    io.Closer     // the bbolt store, when the replica opened it
 	logs      raft.LogStore // store behind the cache of recent entries
 	storeKind string        // LogStoreBolt or LogStoreWAL ("" with stores handed in)
 	snapStore raft.SnapshotStore
 	diskLow   atomic.Bool
+	// noticesRead counts the commit notices read from leaders (notices.go).
+	noticesRead atomic.Uint64
 
 	changeMu sync.Mutex
 	changeCh chan struct{} // closed and replaced on every change (Changed)
