@@ -13,6 +13,7 @@ import (
 	"coord/recipes"
 	"coord/recipes/coordconn"
 	"coord/recipes/zkconn"
+	"coord/server"
 	"coord/vocab"
 )
 
@@ -26,10 +27,12 @@ import (
 // holds: removing the barrier releases every waiter, a waiter that saw the
 // barrier does not pass it while it is up, and a waiter that syncs its
 // session after the Set returned never passes through (ZooKeeper's sync
-// guarantee).
+// guarantee). It runs on coord as configured by default, on ZooKeeper, and
+// on coord with -fresh-followers (FreshFollowers), where the leader answers
+// the Set only once the follower holds its commit notice.
 func TestBarrierFreshness(t *testing.T) {
 	const rounds, synced = 200, 20
-	both(t, func(t *testing.T, c cluster) {
+	body := func(t *testing.T, c cluster) {
 		leader := leaderOf(t, c)
 		follower := (leader + 1) % c.size()
 		setter := pinned(t, c, leader)
@@ -83,6 +86,12 @@ func TestBarrierFreshness(t *testing.T) {
 		}
 		t.Logf("%s: %d of %d waits on follower %d passed a barrier just set through leader %d (%d of %d after sync); %v",
 			c.Name(), passed, rounds, follower, leader, syncPassed, synced, elapsed.Round(time.Millisecond))
+	}
+	both(t, body)
+	// coord with -fresh-followers: the leader answers Set only once the
+	// follower has the commit notice, and the follower's read waits for it.
+	t.Run("coord-fresh-followers", func(t *testing.T) {
+		body(t, &coordCluster{tc: server.NewTestClusterWith(t, 3, 0, func(cfg *server.Config) { cfg.FreshFollowers = true })})
 	})
 }
 
