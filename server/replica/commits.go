@@ -75,6 +75,9 @@ func (r *Replica) followCommits() {
 // followCommitsOnce follows one leader's stream until it ends or raft names
 // another leader. It reports whether it got as far as a stream.
 func (r *Replica) followCommitsOnce() bool {
+	if r.noticesUp.Load() {
+		return false // the notices carry the positions (notices.go)
+	}
 	_, leaderID := r.raft.LeaderWithID()
 	if leaderID == "" || string(leaderID) == r.cfg.ID {
 		return false
@@ -108,7 +111,7 @@ func (r *Replica) followCommitsOnce() bool {
 				cancel()
 				return
 			case <-t.C:
-				if _, now := r.raft.LeaderWithID(); string(now) != id {
+				if _, now := r.raft.LeaderWithID(); string(now) != id || r.noticesUp.Load() {
 					cancel()
 					return
 				}

@@ -124,6 +124,9 @@ type Replica struct {
 	diskLow   atomic.Bool
 	// noticesRead counts the commit notices read from leaders (notices.go).
 	noticesRead atomic.Uint64
+	// noticesUp: this follower reads a leader's commit notices; its
+	// Commits stream, which would carry the same positions, is closed.
+	noticesUp atomic.Bool
 
 	changeMu sync.Mutex
 	changeCh chan struct{} // closed and replaced on every change (Changed)
@@ -206,6 +209,7 @@ func New(cfg Config) (*Replica, error) {
 	}
 	r.peers = peers
 	r.fsm.notices.wait = cfg.FreshFollowers
+	r.fsm.notices.kick = make(chan struct{}, 1)
 	if err := r.startRaft(); err != nil {
 		peers.close()
 		return nil, err
@@ -223,12 +227,13 @@ func (r *Replica) Start() {
 	go r.peers.grpc.Serve(r.peers.grpcL)
 	serve := r.serveNotices
 	r.peers.onNotices.Store(&serve)
-	r.wg.Add(6)
+	r.wg.Add(7)
 	go r.watchRaft()
 	go r.runSnapshots()
 	go r.prop.run()
 	go r.followCommits()
 	go r.followNotices()
+	go func() { defer r.wg.Done(); r.fsm.notices.run(r.closing) }()
 	go func() { defer r.wg.Done(); r.fsm.runApplier(r.logs, r.closing) }()
 }
 
