@@ -55,15 +55,19 @@ def parse(data):
 
 
 def read(c):
+    """/zookeeper/config's servers and version; a new cluster's leader
+    writes it once elected, so an empty one is read again for up to 30 s."""
     deadline = time.time() + 30
     while True:
         try:
             data, _ = c.get("/zookeeper/config")
-            return parse(data)
+            servers, version = parse(data)
+            if servers or time.time() > deadline:
+                return servers, version
         except ConnectionLoss:
             if time.time() > deadline:
                 raise
-            time.sleep(0.2)
+        time.sleep(0.2)
 
 
 def reconfig(c, name, want, **kw):
