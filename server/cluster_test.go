@@ -452,19 +452,7 @@ func TestFollowersApplyCommitsAtOnce(t *testing.T) {
 func TestCommitNotices(t *testing.T) {
 	for _, fresh := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fresh=%v", fresh), func(t *testing.T) {
-			c := &TestCluster{tb: t}
-			for i := 0; i < 3; i++ {
-				cfg := TestConfig(t, fmt.Sprintf("s%d", i+1))
-				cfg.FreshFollowers = fresh
-				if i == 0 {
-					cfg.Bootstrap = true
-				} else {
-					first := c.Servers[0]
-					cfg.Peers = []Peer{{ID: first.ID(), RaftAddr: first.RaftAddr(), GRPCAddr: first.GRPCAddr()}}
-				}
-				c.start(cfg)
-			}
-			c.WaitMembers(3, 0)
+			c := NewTestClusterWith(t, 3, 0, func(cfg *Config) { cfg.FreshFollowers = fresh })
 			li := c.Leader()
 			f1, f2 := c.Servers[(li+1)%3], c.Servers[(li+2)%3]
 			c.WaitConverged()

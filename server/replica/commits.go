@@ -52,9 +52,10 @@ func (r *Replica) ServeCommits(stream api.Internal_CommitsServer) error {
 	}
 }
 
-// followCommits keeps a Commits stream from the current leader while this
-// server is not the leader, and applies what it learns.
-func (r *Replica) followCommits() {
+// followLeader runs once (following one leader: its Commits stream, or
+// its commit notices) again and again until this server closes, waiting a
+// quarter of RaftTimeout after a try that got nowhere.
+func (r *Replica) followLeader(once func() bool) {
 	defer r.wg.Done()
 	for {
 		select {
@@ -62,7 +63,7 @@ func (r *Replica) followCommits() {
 			return
 		default:
 		}
-		if !r.followCommitsOnce() {
+		if !once() {
 			select {
 			case <-r.closing:
 				return
@@ -72,20 +73,30 @@ func (r *Replica) followCommits() {
 	}
 }
 
+// leaderToFollow is the leader raft names and its peer address, when there
+// is one and it is not this server.
+func (r *Replica) leaderToFollow() (id, addr string, ok bool) {
+	_, leaderID := r.raft.LeaderWithID()
+	if leaderID == "" || string(leaderID) == r.cfg.ID {
+		return "", "", false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.LeaderWait())
+	defer cancel()
+	id, addr, err := r.Leader(ctx)
+	if err != nil || id != string(leaderID) {
+		return "", "", false
+	}
+	return id, addr, true
+}
+
 // followCommitsOnce follows one leader's stream until it ends or raft names
 // another leader. It reports whether it got as far as a stream.
 func (r *Replica) followCommitsOnce() bool {
 	if r.noticesUp.Load() {
 		return false // the notices carry the positions (notices.go)
 	}
-	_, leaderID := r.raft.LeaderWithID()
-	if leaderID == "" || string(leaderID) == r.cfg.ID {
-		return false
-	}
-	lctx, lcancel := context.WithTimeout(context.Background(), r.LeaderWait())
-	id, addr, err := r.Leader(lctx)
-	lcancel()
-	if err != nil || id != string(leaderID) {
+	id, addr, ok := r.leaderToFollow()
+	if !ok {
 		return false
 	}
 	ctx, cancel := context.WithCancel(context.Background())

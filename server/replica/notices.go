@@ -220,39 +220,13 @@ func (r *Replica) serveNotices(c net.Conn) {
 	}()
 }
 
-// followNotices keeps a notice connection to the current leader while this
-// server is not the leader, and applies what it reads.
-func (r *Replica) followNotices() {
-	defer r.wg.Done()
-	for {
-		select {
-		case <-r.closing:
-			return
-		default:
-		}
-		if !r.followNoticesOnce() {
-			select {
-			case <-r.closing:
-				return
-			case <-time.After(r.cfg.RaftTimeout / 4):
-			}
-		}
-	}
-}
-
 // followNoticesOnce reads one leader's notices until the connection ends
 // or raft names another leader. It reports whether it read any (a leader
 // that does not serve the channel, an older version, hangs up at once;
 // the Commits stream then carries the positions).
 func (r *Replica) followNoticesOnce() bool {
-	_, leaderID := r.raft.LeaderWithID()
-	if leaderID == "" || string(leaderID) == r.cfg.ID {
-		return false
-	}
-	lctx, lcancel := context.WithTimeout(context.Background(), r.LeaderWait())
-	id, addr, err := r.Leader(lctx)
-	lcancel()
-	if err != nil || id != string(leaderID) {
+	id, addr, ok := r.leaderToFollow()
+	if !ok {
 		return false
 	}
 	dctx, dcancel := context.WithTimeout(context.Background(), r.LeaderWait())

@@ -231,8 +231,8 @@ func (r *Replica) Start() {
 	go r.watchRaft()
 	go r.runSnapshots()
 	go r.prop.run()
-	go r.followCommits()
-	go r.followNotices()
+	go r.followLeader(r.followCommitsOnce) // the Commits stream (commits.go)
+	go r.followLeader(r.followNoticesOnce) // commit notices (notices.go)
 	go func() { defer r.wg.Done(); r.fsm.notices.run(r.closing) }()
 	go func() { defer r.wg.Done(); r.fsm.runApplier(r.logs, r.closing) }()
 }
