@@ -523,6 +523,28 @@ func forgeAppend(a attacker, target string) error {
 	return trans.AppendEntries("s1", raft.ServerAddress(target), req, &resp)
 }
 
+// readNotice opens the peer plane's commit-notice channel as the attacker
+// and waits for one notice (16 bytes; the leader sends one per batch of the
+// load); nil means one arrived (the attack got in).
+func readNotice(a attacker, addr string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	c, err := a.peerDial(ctx, addr, 'C')
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if a.tls == nil { // a stranger without TLS names the channel in clear
+		if _, err := c.Write([]byte{'C'}); err != nil {
+			return err
+		}
+	}
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	var buf [16]byte
+	_, err = io.ReadFull(c, buf[:])
+	return err
+}
+
 // peerGRPC calls the Internal and Admin services on a peer port as the
 // attacker.
 func peerGRPC(a attacker, addr string) (*grpc.ClientConn, error) {
@@ -632,6 +654,8 @@ func runSuite(t *testing.T, mode string) {
 		for _, n := range c.nodes {
 			// Row 2: raft AppendEntries with a higher term on the raft port.
 			refused(t, rep, "raft AppendEntries (raft port)", a.name, forgeAppend(a, n.raft))
+			// The commit notices (channel C), while the load writes.
+			refused(t, rep, "commit notices (peer port)", a.name, readNotice(a, n.raft))
 			// Rows 1, 4, 5: the server-to-server services on the peer port.
 			cc, err := peerGRPC(a, n.raft)
 			if err != nil {
