@@ -51,10 +51,7 @@ func TestCertsScript(t *testing.T) {
 		t.Fatalf("certs.sh: %v\n%s", err, out)
 	}
 	f := func(name string) string { return filepath.Join(certs, name) }
-	bin := filepath.Join(dir, "coord")
-	if out, err := exec.Command("go", "build", "-o", bin, "coord/cmd/coord").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCoord(t, dir)
 
 	type srv struct{ raft, grpc, zk, http string }
 	var s [2]srv

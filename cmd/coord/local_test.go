@@ -31,10 +31,7 @@ func TestLocalSurvivesAKilledServer(t *testing.T) {
 		t.Skip("starts real coord processes")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "coord")
-	if out, err := exec.Command("go", "build", "-o", bin, "coord/cmd/coord").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCoord(t, dir)
 	base := freeBase(t, 3)
 	cmd := exec.Command(bin, "local", "-voters", "3", "-observers", "0", "-dir", filepath.Join(dir, "cl"), "-base-port", strconv.Itoa(base))
 	stderr, err := cmd.StderrPipe()
@@ -165,10 +162,7 @@ func TestLocalCtrlCStopsCleanly(t *testing.T) {
 		t.Skip("starts real coord processes")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "coord")
-	if out, err := exec.Command("go", "build", "-o", bin, "coord/cmd/coord").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCoord(t, dir)
 	base := freeBase(t, 4)
 	cmd := exec.Command(bin, "local", "-voters", "3", "-observers", "1", "-dir", filepath.Join(dir, "cl"),
 		"-base-port", strconv.Itoa(base), "--", "-max-client-conns", "7")
@@ -215,4 +209,15 @@ func TestLocalCtrlCStopsCleanly(t *testing.T) {
 	if n := strings.Count(stopping, "level=ERROR"); n != 0 {
 		t.Errorf("%d ERROR lines while the cluster stopped:\n%s", n, stopping)
 	}
+}
+
+// buildCoord builds this checkout's coord into dir (once per test: each
+// runs its own processes).
+func buildCoord(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "coord")
+	if out, err := exec.Command("go", "build", "-o", bin, "coord/cmd/coord").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
