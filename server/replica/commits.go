@@ -145,16 +145,29 @@ type kickingLogStore struct {
 	fsm *raftFSM
 }
 
-func (k kickingLogStore) StoreLog(l *raft.Log) error {
-	err := k.LogStore.StoreLog(l)
+func (k kickingLogStore) StoreLog(l *raft.Log) error { return k.StoreLogs([]*raft.Log{l}) }
+
+func (k kickingLogStore) StoreLogs(logs []*raft.Log) error {
+	err := k.LogStore.StoreLogs(logs)
+	if err == nil {
+		for i := len(logs) - 1; i >= 0; i-- {
+			if t := logs[i].Type; t == raft.LogCommand || t == raft.LogConfiguration {
+				k.fsm.held.Store(logs[i].Index)
+				break
+			}
+		}
+	}
 	k.fsm.wakeApplier()
 	return err
 }
 
-func (k kickingLogStore) StoreLogs(logs []*raft.Log) error {
-	err := k.LogStore.StoreLogs(logs)
-	k.fsm.wakeApplier()
-	return err
+// DeleteRange forgets the last held command when the tail goes (raft
+// drops a conflicting suffix, or empties the log for a snapshot).
+func (k kickingLogStore) DeleteRange(min, max uint64) error {
+	if max >= k.fsm.held.Load() {
+		k.fsm.held.Store(0)
+	}
+	return k.LogStore.DeleteRange(min, max)
 }
 
 // IsMonotonic passes on whether the store refuses gaps (raft-wal does):

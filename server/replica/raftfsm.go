@@ -42,6 +42,12 @@ type raftFSM struct {
 	applyMu sync.Mutex
 	fast    atomic.Uint64            // entries applied by fastApply
 	want    atomic.Pointer[position] // the furthest commit the leader told of
+	// held is the index of the last command or configuration entry this
+	// server's log holds (kickingLogStore); 0 after a delete of the tail.
+	// gaveUp is the last such index a fresh read stopped waiting for
+	// (awaitFresh), so an entry that never commits delays one read only.
+	held, gaveUp atomic.Uint64
+	freshWait    time.Duration // awaitFresh's bound (defaultFreshWait)
 	// committed is the last entry given to apply (so committed), set
 	// before it applies: the leader's Commits streams send it on at once,
 	// ahead of the responses the apply queues, as ZooKeeper's leader sends
@@ -101,7 +107,7 @@ func (w waiter) carries(cmd *fsm.Command) bool {
 type position struct{ index, term uint64 }
 
 func newRaftFSM(origin string, obs Observer, log *slog.Logger) *raftFSM {
-	return &raftFSM{fsm: fsm.New(), origin: origin, obs: obs, log: log, waitCh: make(chan struct{}), commitCh: make(chan struct{}), kick: make(chan struct{}, 1), snapWake: make(chan struct{}, 1), pending: map[uint64]waiter{}, stages: noStages{}}
+	return &raftFSM{fsm: fsm.New(), origin: origin, obs: obs, log: log, waitCh: make(chan struct{}), commitCh: make(chan struct{}), kick: make(chan struct{}, 1), snapWake: make(chan struct{}, 1), pending: map[uint64]waiter{}, stages: noStages{}, freshWait: defaultFreshWait}
 }
 
 // expect registers done to run with the outcome of the entry that carries
@@ -330,28 +336,66 @@ func (r *raftFSM) learnCommit(p position) {
 // after a commit notice shows what the notice announced, as on ZooKeeper,
 // whose follower applies a COMMIT before it reads the next request.
 func (r *raftFSM) awaitLearned() {
-	var timer *time.Timer
-	for {
-		ch := r.appliedChanged()
-		p := r.want.Load()
-		if p == nil || p.index <= r.applied.Load() {
-			return
-		}
-		if timer == nil {
-			timer = time.NewTimer(learnedWait)
-			defer timer.Stop()
-		}
-		select {
-		case <-ch:
-		case <-timer.C:
-			return
-		}
+	if p := r.want.Load(); p != nil {
+		r.awaitApplied(p.index, learnedWait)
 	}
 }
 
 // learnedWait bounds awaitLearned: about a local fsync, for a notice that
 // came before the entry it announces was stored here.
 const learnedWait = 2 * time.Millisecond
+
+// awaitFresh waits, at most its bound, until this follower has applied
+// every command its log held when the read came in, and every commit the
+// leader told it of: a write another client was told succeeded is in this
+// log (the leader answers only after a majority stored it; a follower that
+// is not among them usually has it too) and its commit notice is on its
+// way, so a read here after the writer's ack shows the write, as it does
+// on ZooKeeper nearly always. An entry whose commit does not come within
+// its bound (its leader was deposed, the notices stalled) is not waited
+// for again.
+func (r *raftFSM) awaitFresh() {
+	target := r.held.Load()
+	if p := r.want.Load(); p != nil && p.index > target {
+		target = p.index
+	}
+	if target <= r.gaveUp.Load() {
+		return
+	}
+	if !r.awaitApplied(target, r.freshWait) {
+		for {
+			g := r.gaveUp.Load()
+			if g >= target || r.gaveUp.CompareAndSwap(g, target) {
+				return
+			}
+		}
+	}
+}
+
+// defaultFreshWait bounds awaitFresh: a few commit latencies of a loaded
+// cluster.
+const defaultFreshWait = 2 * time.Millisecond
+
+// awaitApplied waits, at most wait, until applied reaches index, and
+// reports whether it did.
+func (r *raftFSM) awaitApplied(index uint64, wait time.Duration) bool {
+	var timer *time.Timer
+	for {
+		ch := r.appliedChanged()
+		if index <= r.applied.Load() {
+			return true
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return false
+		}
+	}
+}
 
 // wakeApplier wakes runApplier.
 func (r *raftFSM) wakeApplier() {

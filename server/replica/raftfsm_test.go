@@ -304,3 +304,79 @@ func TestFastApplyCrossesEntriesWithoutCommands(t *testing.T) {
 		t.Fatalf("/b after the barriers: %v", err)
 	}
 }
+
+// Issue 28: a client's read on a follower that reads commit notices waits
+// for the commit of the commands its log held when the read came in, and
+// sees them; an entry whose commit never comes delays one read only.
+func TestReadFreshWaitsForHeldCommands(t *testing.T) {
+	s := newBare("o")
+	s.noticesUp.Store(true)
+	s.fsm.freshWait = time.Minute
+	s.fsm.ApplyBatch([]*raft.Log{entryOf(1, "x", 1, createCmd("/a", nil))})
+	s.fsm.held.Store(2) // entry 2 is in the log, its commit not yet known
+
+	got := make(chan bool, 1)
+	go s.ReadFresh(func(v *fsm.View) {
+		_, _, err := v.GetData("/b", nil)
+		got <- err == nil
+	})
+	select {
+	case <-got:
+		t.Fatal("the read did not wait for the command its log held")
+	case <-time.After(50 * time.Millisecond):
+	}
+	s.fsm.ApplyBatch([]*raft.Log{entryOf(2, "x", 2, createCmd("/b", nil))})
+	if !<-got {
+		t.Fatal("the read after the wait did not show the held command")
+	}
+
+	// Not a follower that reads notices (a leader, or notices down): no wait.
+	s.noticesUp.Store(false)
+	s.fsm.held.Store(3)
+	done := make(chan struct{})
+	go s.ReadFresh(func(*fsm.View) { close(done) })
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a read without notices waited")
+	}
+
+	// An entry that never commits: one read waits its bound, the next not.
+	s.noticesUp.Store(true)
+	s.fsm.freshWait = 300 * time.Millisecond
+	start := time.Now()
+	s.ReadFresh(func(*fsm.View) {})
+	if d := time.Since(start); d < s.fsm.freshWait {
+		t.Fatalf("the first read waited %v for an uncommitted entry; want its bound %v", d, s.fsm.freshWait)
+	}
+	start = time.Now()
+	s.ReadFresh(func(*fsm.View) {})
+	if d := time.Since(start); d >= s.fsm.freshWait {
+		t.Fatalf("the second read waited %v again for the entry the first gave up on", d)
+	}
+}
+
+// The log store remembers the last command it holds for awaitFresh:
+// entries without commands do not move it, a delete of the tail forgets it.
+func TestLogStoreTracksHeldCommand(t *testing.T) {
+	s := newBare("o")
+	k := kickingLogStore{LogStore: raft.NewInmemStore(), fsm: s.fsm}
+	if err := k.StoreLogs([]*raft.Log{entryOf(1, "x", 1, createCmd("/a", nil)), entryOf(2, "x", 2, createCmd("/b", nil)), {Index: 3, Term: 1, Type: raft.LogNoop}}); err != nil {
+		t.Fatal(err)
+	}
+	if h := s.fsm.held.Load(); h != 2 {
+		t.Fatalf("held %d after commands up to 2 and a no-op; want 2", h)
+	}
+	if err := k.DeleteRange(1, 1); err != nil { // compaction of the head
+		t.Fatal(err)
+	}
+	if h := s.fsm.held.Load(); h != 2 {
+		t.Fatalf("held %d after compacting entry 1; want 2", h)
+	}
+	if err := k.DeleteRange(2, 3); err != nil { // a conflicting tail goes
+		t.Fatal(err)
+	}
+	if h := s.fsm.held.Load(); h != 0 {
+		t.Fatalf("held %d after the tail was deleted; want 0", h)
+	}
+}

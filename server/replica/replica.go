@@ -393,6 +393,17 @@ func (r *Replica) Read(f func(v *fsm.View)) {
 	f(r.fsm.fsm.View())
 }
 
+// ReadFresh is Read for a client's read: on a follower that reads its
+// leader's commit notices it first waits, briefly, for the commits of what
+// its log holds (awaitFresh), so that a read after another client's
+// acknowledged write shows it.
+func (r *Replica) ReadFresh(f func(v *fsm.View)) {
+	if r.noticesUp.Load() {
+		r.fsm.awaitFresh()
+	}
+	r.Read(f)
+}
+
 // Applied is the raft index up to which this server has applied the log:
 // the last entry its state machine applied and, after it, the committed
 // entries that carry nothing for the state machine (a new leader's no-op,

@@ -253,7 +253,11 @@ func (c *Conn) writeCommand(req *Request) (*fsm.Command, bool) {
 func (c *Conn) read(sl *slot, req *Request, start time.Time) {
 	l := c.l
 	ids := c.identities()
-	l.rep.Read(func(v *fsm.View) {
+	read := l.rep.ReadFresh
+	if req.Kind == OpPing || req.Kind == OpRefuse {
+		read = l.rep.Read
+	}
+	read(func(v *fsm.View) {
 		r := c.readOn(v, req, ids)
 		r.Zxid = int64(v.LastZxid())
 		c.answer(sl, req, r, start)
