@@ -29,7 +29,9 @@ import (
 // session after the Set returned never passes through (ZooKeeper's sync
 // guarantee). It runs on coord as configured by default, on ZooKeeper, and
 // on coord with -fresh-followers (FreshFollowers), where the leader answers
-// the Set only once the follower holds its commit notice.
+// the Set only once the follower holds its commit notice. (On coord by
+// default the follower's read waits briefly for the commit of what its
+// log holds, so a pass-through needs a notice later than that wait.)
 func TestBarrierFreshness(t *testing.T) {
 	const rounds, synced = 200, 20
 	body := func(t *testing.T, c cluster) {
