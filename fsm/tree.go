@@ -202,14 +202,6 @@ func splitPath(path string) (parent, name string) {
 	return parent, name
 }
 
-// joinPath appends a child name to a parent path.
-func joinPath(parent, name string) string {
-	if parent == "/" {
-		return "/" + name
-	}
-	return parent + "/" + name
-}
-
 // sequenceSuffix formats a parent's cversion as ZooKeeper's sequential
 // suffix, String.format("%010d", cversion): zero-padded to ten characters,
 // a minus sign counting towards the width.

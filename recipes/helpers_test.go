@@ -97,27 +97,6 @@ func waitState(t testing.TB, c recipes.Conn, want recipes.SessionState, d time.D
 	}
 }
 
-// waitGone waits until path is deleted, on a watch.
-func waitGone(t testing.TB, c recipes.Conn, path string, d time.Duration) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	for {
-		ok, _, w, err := c.ExistsW(ctx, path)
-		if err != nil {
-			t.Fatalf("exists %s: %v", path, err)
-		}
-		if !ok {
-			return
-		}
-		select {
-		case <-w:
-		case <-ctx.Done():
-			t.Fatalf("%s still there after %v", path, d)
-		}
-	}
-}
-
 // countConn counts the watch notifications its session receives and the
 // watches it sets: the herd tests' probe.
 type countConn struct {

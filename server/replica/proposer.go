@@ -75,7 +75,10 @@ func (p *proposer) propose(origin string, seq uint64, cmd *fsm.Command, done fun
 		cmd.EnforceQuota = false
 	}
 	p.mu.Lock()
-	// Stamped in log order, so time never goes back along the log.
+	// Stamped under mu, in the order the entries take: along one leader's
+	// log time goes back only if its wall clock does (as on ZooKeeper,
+	// whose leader stamps requests with its own clock); a new leader's
+	// clock may be behind the old one's.
 	cmd.Time = p.r.clock.Now().UnixMilli()
 	p.pending = append(p.pending, proposal{at: time.Now(), ec: entryCmd{origin: origin, seq: seq, cmd: cmd.Encode(nil)}, done: done})
 	p.mu.Unlock()

@@ -16,10 +16,11 @@ import (
 	"coord/fsm"
 )
 
-// raftFSM adapts fsm.FSM to raft. It applies committed entries in batches,
-// hands each entry's watch triggers to the registry and the local sessions,
-// updates the session tracker, and completes the request that proposed the
-// entry if it came from this server.
+// raftFSM adapts fsm.FSM to raft. It applies committed entries in batches
+// (raft's apply, or fastApply ahead of it), tells its Observer (the session
+// layer, which keeps the watches and the session tracker) of each command
+// applied with its result and watch triggers, and completes the request
+// that proposed the entry if it came from this server's boot.
 //
 // mu orders apply against reads: apply holds it exclusively while it changes
 // the state and fires watches; a read holds it shared while it takes its view

@@ -30,15 +30,8 @@ type procCluster interface {
 	Restart(i int)
 }
 
-// newProcCluster starts n servers of the selected target as real processes
-// and stops them when the test ends.
-func newProcCluster(t testing.TB, n int) procCluster {
-	t.Helper()
-	return newProcClusterOpts(t, n, procOpts{})
-}
-
 // procOpts places a process cluster's servers and sets its timings. The
-// zero value is newProcCluster's: loopback, ports the kernel had free, a
+// zero value gives loopback, ports the kernel had free, a
 // 100 ms tick and session timeouts in [200 ms, 20 s], as the in-process
 // TestConfig.
 type procOpts struct {

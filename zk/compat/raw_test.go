@@ -177,7 +177,6 @@ type rawConn struct {
 
 	emu    sync.Mutex
 	events []rawEvent
-	ewake  chan struct{}
 }
 
 type rawConnectOpts struct {
@@ -192,7 +191,7 @@ type rawConnectOpts struct {
 func rawConnect(t testing.TB, addr string, o rawConnectOpts) *rawConn {
 	t.Helper()
 	nc := rawDial(t, addr, o)
-	c := &rawConn{t: t, nc: nc, replies: make(chan rawReply, 100), closed: make(chan struct{}), ewake: make(chan struct{})}
+	c := &rawConn{t: t, nc: nc, replies: make(chan rawReply, 100), closed: make(chan struct{})}
 	nc.SetReadDeadline(time.Now().Add(wait))
 	frame, err := readFrame(nc)
 	if err != nil {
@@ -284,8 +283,6 @@ func (c *rawConn) readLoop() {
 			ev := rawEvent{typ: r.int(), state: r.int(), path: r.str()}
 			c.emu.Lock()
 			c.events = append(c.events, ev)
-			close(c.ewake)
-			c.ewake = make(chan struct{})
 			c.emu.Unlock()
 		default:
 			if rep.zxid > c.lastZxid.Load() {
@@ -348,27 +345,6 @@ func (c *rawConn) eventsNow() []rawEvent {
 	c.emu.Lock()
 	defer c.emu.Unlock()
 	return append([]rawEvent(nil), c.events...)
-}
-
-// waitEvents waits until n events have arrived and returns them all.
-func (c *rawConn) waitEvents(n int) []rawEvent {
-	c.t.Helper()
-	deadline := time.After(wait)
-	for {
-		c.emu.Lock()
-		if len(c.events) >= n {
-			out := append([]rawEvent(nil), c.events...)
-			c.emu.Unlock()
-			return out
-		}
-		wake := c.ewake
-		c.emu.Unlock()
-		select {
-		case <-wake:
-		case <-deadline:
-			c.t.Fatalf("raw: %d events within %v, want %d: %+v", len(c.eventsNow()), wait, n, c.eventsNow())
-		}
-	}
 }
 
 // barrier: one round trip, after which earlier events have arrived.
