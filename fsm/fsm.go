@@ -51,18 +51,6 @@ type OpResult struct {
 	Stat Stat
 }
 
-// ApplyEntry decodes and applies one log entry committed in raft term term.
-// A decoding error means this server cannot follow the log: the caller must
-// stop rather than diverge.
-func (f *FSM) ApplyEntry(term uint64, data []byte) (Result, []Trigger, error) {
-	c, err := DecodeCommand(data)
-	if err != nil {
-		return Result{}, nil, err
-	}
-	r, t := f.Apply(term, c)
-	return r, t, nil
-}
-
 // Apply applies one committed command from raft term term, returning its
 // result and the watch triggers it fired, in order. It is deterministic: the
 // same commands with the same terms give the same results and state on every
