@@ -122,16 +122,31 @@ type row struct {
 // every drawn package, each may import the leaf vocab.
 var offDiagram = map[string]row{
 	".":              {testOnly: true}, // this file
-	"cmd/coordbench": {imports: []string{"client", "api", "zk", "vocab", "zxid"}},
-	"cmd/watchmem":   {imports: []string{"vocab", "internal/zkproc"}},
+	"cmd/coordbench": {imports: []string{"client", "api", "zk", "vocab", "zxid", "internal/fourletter"}},
+	"cmd/watchmem":   {imports: []string{"vocab", "internal/zkproc", "internal/fourletter", "internal/freeport"}},
 	"deploy":         {testOnly: true}, // the docker-compose tests (Dockerfile, docker-compose.yml); no coord package
 	// the attack suite: real coord processes tried as a stranger on every port (docs/security.md)
 	"internal/attack": {testOnly: true, tests: []string{"server", "server/replica", "api", "client", "vocab"}},
 	// the pages' command blocks run as scripts against coord processes (README.md, docs/)
 	"internal/doctest": {testOnly: true},
+	// an in-memory network of named hosts: whole clusters in one process, no TCP between servers (issue 29)
+	"internal/memnet": {},
+	// leaves too slight to draw (see helpers): the one client of ZooKeeper's
+	// four-letter words, and loopback ports free for servers to start on
+	"internal/fourletter": {},
+	"internal/freeport":   {},
 	// the runner of jepsen/'s harness (a command of the drawn jepsen/)
 	"jepsen/cmd/jepsen": {imports: []string{"jepsen"}},
-	"zk/compat":         {testOnly: true, tests: []string{"server", "vocab", "internal/netlab"}}, // compatibility tests against a real server
+	"zk/compat":         {testOnly: true, tests: []string{"server", "vocab", "internal/netlab", "internal/fourletter", "internal/freeport"}}, // compatibility tests against a real server
+}
+
+// helpers are off-diagram leaves (rows that import no coord package) the
+// non-test files of a drawn package may import on top of what its lines
+// reach: small tools too slight to draw. Being leaves, they add no path
+// between drawn packages.
+var helpers = map[string][]string{
+	"cmd/coordctl":    {"internal/fourletter"},                      // its 4lw command
+	"internal/zkproc": {"internal/fourletter", "internal/freeport"}, // a ZooKeeper's ports, and its srvr
 }
 
 // testExtras are coord packages the _test.go files of a drawn package may
@@ -140,9 +155,11 @@ var testExtras = map[string][]string{
 	"client": {"server"}, // its tests run against an in-process cluster
 	// its certificate recipe's test (docs/testdata/certs.sh) connects the Go
 	// client to a coord process with the certificates it made.
-	"cmd/coord": {"client"},
+	"cmd/coord": {"client", "internal/freeport"},
 	// coordctl's TLS test takes its certificates from server's TestPKI.
-	"cmd/coordctl": {"server", "internal/zkproc"},
+	"cmd/coordctl": {"server", "internal/zkproc", "internal/freeport"},
+	// its tests ask servers four-letter words and start servers on free ports.
+	"server": {"internal/fourletter", "internal/freeport"},
 	// recipes' tests run each recipe through both adapters, on an in-process
 	// coord cluster and on Apache ZooKeeper.
 	"recipes": {"server", "client", "recipes/coordconn", "recipes/zkconn", "internal/zkproc"},
@@ -208,7 +225,8 @@ func clockExempt(pkg string, decl *ast.FuncDecl, fn string) bool {
 	return ok && id.Name == "SystemClock"
 }
 
-// table builds every package's row: the closure of drawn, then offDiagram.
+// table builds every package's row: the closure of drawn with its helpers,
+// then offDiagram.
 func table() (map[string]row, error) {
 	rows := map[string]row{}
 	for pkg := range drawn {
@@ -239,6 +257,19 @@ func table() (map[string]row, error) {
 			r.imports = append(r.imports, q)
 		}
 		slices.Sort(r.imports)
+		rows[pkg] = r
+	}
+	for pkg, hs := range helpers {
+		r, ok := rows[pkg]
+		if !ok {
+			return nil, fmt.Errorf("helpers: %s is not drawn", pkg)
+		}
+		for _, h := range hs {
+			if hr, ok := offDiagram[h]; !ok || hr.testOnly || len(hr.imports) > 0 {
+				return nil, fmt.Errorf("helpers: %s -> %s: %s is not an off-diagram leaf", pkg, h, h)
+			}
+		}
+		r.imports = append(r.imports, hs...)
 		rows[pkg] = r
 	}
 	for pkg, r := range offDiagram {

@@ -1,8 +1,7 @@
 package server
 
 import (
-	"io"
-	"net"
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"coord/api"
 	"coord/fsm"
+	"coord/internal/fourletter"
 )
 
 // Issue 13: a server cut off from the quorum drops its clients before the
@@ -205,18 +205,11 @@ func TestIsolatedLeaderDropsItsClientsFirst(t *testing.T) { checkIsolation(t, tr
 // answer.
 func fourLetter(t *testing.T, addr, cmd string) string {
 	t.Helper()
-	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	out, err := fourletter.Ask(context.Background(), addr, cmd, fourletter.Options{DialTimeout: 5 * time.Second, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatalf("%s: %v", cmd, err)
 	}
-	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(5 * time.Second))
-	nc.Write([]byte(cmd))
-	out, err := io.ReadAll(nc)
-	if err != nil {
-		t.Fatalf("%s: %v", cmd, err)
-	}
-	return string(out)
+	return out
 }
 
 // An ordinary election (a leadership transfer) drops no session and no

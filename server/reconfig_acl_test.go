@@ -10,6 +10,8 @@ import (
 	"time"
 
 	gozk "github.com/go-zookeeper/zk"
+
+	"coord/internal/freeport"
 )
 
 // reconfigTestCluster starts voters servers with the superuser
@@ -93,20 +95,11 @@ func waitParticipants(t *testing.T, conn *gozk.Conn, n int) {
 // freeAddrs returns n loopback addresses whose ports were free a moment ago.
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	var out []string
-	var ls []net.Listener
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().String())
+	addrs, err := freeport.Addrs(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return out
+	return addrs
 }
 
 func port(addr string) string {

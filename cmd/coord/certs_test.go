@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"coord/client"
+	"coord/internal/freeport"
 	"coord/vocab"
 )
 
@@ -55,8 +56,12 @@ func TestCertsScript(t *testing.T) {
 
 	type srv struct{ raft, grpc, zk, http string }
 	var s [2]srv
+	a, err := freeport.Addrs(4 * len(s))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range s {
-		s[i] = srv{freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t)}
+		s[i] = srv{a[4*i], a[4*i+1], a[4*i+2], a[4*i+3]}
 	}
 	peerNames := []string{"localhost", "coord2"}
 	start := func(i int, extra ...string) {
@@ -139,15 +144,4 @@ func TestCertsScript(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// freeAddr is a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"coord/internal/fourletter"
 )
 
 // zkEnsemble is a loopback ensemble of Apache ZooKeeper servers (Debian's
@@ -408,23 +410,14 @@ func parseMntr(out string) map[string]string {
 }
 
 // fourLetter sends a four-letter word and returns everything the server
-// writes before it closes the connection.
+// writes before it closes the connection (timeout bounds the dial, and then
+// the exchange); a part of an answer is an answer.
 func fourLetter(ctx context.Context, addr, word string, timeout time.Duration) (string, error) {
-	d := net.Dialer{Timeout: timeout}
-	nc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
+	out, err := fourletter.Ask(ctx, addr, word, fourletter.Options{DialTimeout: timeout, Timeout: timeout})
+	if err != nil && out == "" {
 		return "", err
 	}
-	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(timeout))
-	if _, err := nc.Write([]byte(word)); err != nil {
-		return "", err
-	}
-	b, err := io.ReadAll(nc)
-	if err != nil && len(b) == 0 {
-		return "", err
-	}
-	return string(b), nil
+	return out, nil
 }
 
 // rssOf is the resident set size of process pid, from /proc (0 when not

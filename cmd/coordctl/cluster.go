@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"coord/api"
+	"coord/internal/fourletter"
 )
 
 func clusterCommands(g *globals) []*cobra.Command {
@@ -552,32 +553,12 @@ and print the answers. With -o json, mntr's answer is an object of its keys.`,
 // fourLetter sends word to a ZooKeeper-protocol server and reads its whole
 // answer (the server closes the connection after it), over TLS when
 // coordctl's TLS flags are given (a server's -tls-only or -secure-zk-addr
-// port). A connection closed without a byte is an error, not an empty
+// port): fourletter.Ask with --dial-timeout for the dial and 5 s more for
+// the answer. A connection closed without a byte is an error, not an empty
 // answer: that is how a TLS-only port refuses plaintext.
 func fourLetter(ctx context.Context, addr, word string, timeout time.Duration, tlsConf *tls.Config) (string, error) {
-	d := net.Dialer{Timeout: timeout}
-	nc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return "", err
-	}
-	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(timeout + 5*time.Second))
-	if tlsConf != nil {
-		cfg := tlsConf.Clone()
-		if cfg.ServerName == "" {
-			cfg.ServerName, _, _ = net.SplitHostPort(addr)
-		}
-		tc := tls.Client(nc, cfg)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			return "", fmt.Errorf("TLS: %w", err)
-		}
-		nc = tc
-	}
-	if _, err := nc.Write([]byte(word)); err != nil {
-		return "", err
-	}
-	b, err := io.ReadAll(nc)
-	if len(b) == 0 {
+	out, err := fourletter.Ask(ctx, addr, word, fourletter.Options{DialTimeout: timeout, Timeout: timeout + 5*time.Second, TLS: tlsConf})
+	if out == "" {
 		if err == nil || errors.Is(err, io.EOF) {
 			if tlsConf == nil {
 				return "", errors.New("the server closed the connection without an answer: it may take TLS only (-tls-only): pass --tls or --cacert")
@@ -590,7 +571,7 @@ func fourLetter(ctx context.Context, addr, word string, timeout time.Duration, t
 		}
 		return "", err
 	}
-	return string(b), nil
+	return out, nil
 }
 
 // humanBytes is n in B, kB, MB or GB (powers of 1000).

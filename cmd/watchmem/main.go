@@ -17,14 +17,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -38,6 +36,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"coord/internal/fourletter"
+	"coord/internal/freeport"
 	"coord/internal/zkproc"
 )
 
@@ -157,18 +157,21 @@ func waitSession(name string, ev <-chan zk.Event) {
 }
 
 func startCoord(bin, dataDir string) *server {
-	p := freePorts(4)
-	httpAddr := fmt.Sprintf("127.0.0.1:%d", p[3])
+	p, err := freeport.Addrs(4)
+	if err != nil {
+		log.Fatal(err)
+	}
+	httpAddr := p[3]
 	cmd := exec.Command(bin, "-id", "m1", "-data-dir", dataDir,
-		"-raft-addr", fmt.Sprintf("127.0.0.1:%d", p[0]), "-grpc-addr", fmt.Sprintf("127.0.0.1:%d", p[1]),
-		"-gossip-addr", "", "-zk-addr", fmt.Sprintf("127.0.0.1:%d", p[2]), "-http-addr", httpAddr,
+		"-raft-addr", p[0], "-grpc-addr", p[1],
+		"-gossip-addr", "", "-zk-addr", p[2], "-http-addr", httpAddr,
 		"-log-level", "warn",
 		"-pprof",                      // the heap profile below: /debug/pprof/ is served only with -pprof
 		"-4lw-whitelist", "srvr,wchs") // wchs is off by default
 	start(cmd)
 	heapRE := regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)$`)
 	return &server{
-		addr: fmt.Sprintf("127.0.0.1:%d", p[2]),
+		addr: p[2],
 		stop: func() { cmd.Process.Kill(); cmd.Wait() },
 		heap: func() (int64, error) {
 			resp, err := http.Get("http://" + httpAddr + "/debug/pprof/heap?gc=1&debug=1")
@@ -224,39 +227,16 @@ func start(cmd *exec.Cmd) {
 	}
 }
 
-func freePorts(n int) []int {
-	var ports []int
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			log.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
-}
-
-// fourLetter sends a four-letter word and returns the answer.
+// fourLetter sends a four-letter word and returns the answer, each line
+// indented, for the log (an error that left no answer in its place).
 func fourLetter(addr, word string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
+	out, err := fourletter.Ask(context.Background(), addr, word, fourletter.Options{DialTimeout: 10 * time.Second, Timeout: 10 * time.Second})
+	if out == "" && err != nil {
 		return err.Error()
 	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	io.WriteString(c, word)
 	var b strings.Builder
-	sc := bufio.NewScanner(c)
-	for sc.Scan() {
-		b.WriteString("  " + sc.Text() + "\n")
+	for line := range strings.Lines(out) {
+		b.WriteString("  " + strings.TrimRight(line, "\r\n") + "\n")
 	}
 	return b.String()
 }

@@ -10,13 +10,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+
+	"coord/internal/fourletter"
+	"coord/internal/freeport"
 )
 
 // The jars of Debian's zookeeper package.
@@ -120,7 +122,7 @@ func Start(ctx context.Context, o Options) (e *Ensemble, err error) {
 		return nil, err
 	}
 	n := max(o.Servers, 1)
-	ports, err := FreePorts(3 * n)
+	ports, err := freeport.Ports(3 * n)
 	if err != nil {
 		return nil, err
 	}
@@ -225,39 +227,10 @@ func (s *Server) logTail() string {
 	return "; its log:\n" + Tail(s.Log, 3000)
 }
 
-// FourLetter sends a four-letter word and returns the whole answer.
+// FourLetter sends a four-letter word and returns the whole answer
+// (fourletter.Ask with a second to connect and two to answer).
 func FourLetter(addr, word string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := c.Write([]byte(word)); err != nil {
-		return "", err
-	}
-	b, err := io.ReadAll(c)
-	return string(b), err
-}
-
-// FreePorts asks the kernel for n free loopback ports.
-func FreePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
+	return fourletter.Ask(context.Background(), addr, word, fourletter.Options{DialTimeout: time.Second, Timeout: 2 * time.Second})
 }
 
 // Tail returns the last n bytes of a file.

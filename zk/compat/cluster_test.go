@@ -2,9 +2,8 @@ package compat
 
 import (
 	"bytes"
+	"context"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"coord/internal/fourletter"
+	"coord/internal/freeport"
 	"coord/server"
 )
 
@@ -357,36 +358,18 @@ func (c *zkCluster) Leader() int {
 // freePorts returns n distinct loopback ports the kernel had free.
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	var ls []net.Listener
-	var ports []int
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
+	ports, err := freeport.Ports(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }
 
 // fourLetter sends a four-letter word and returns everything the server
-// writes before it closes the connection.
+// writes before it closes the connection (timeout bounds the dial, and then
+// the exchange).
 func fourLetter(addr, cmd string, timeout time.Duration) (string, error) {
-	nc, err := net.DialTimeout("tcp", addr, timeout)
-	if err != nil {
-		return "", err
-	}
-	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(timeout))
-	if _, err := nc.Write([]byte(cmd)); err != nil {
-		return "", err
-	}
-	b, err := io.ReadAll(nc)
-	return string(b), err
+	return fourletter.Ask(context.Background(), addr, cmd, fourletter.Options{DialTimeout: timeout, Timeout: timeout})
 }
 
 // logSink routes a client library's log lines to the test's log while the

@@ -1,0 +1,49 @@
+package freeport
+
+import (
+	"net"
+	"strconv"
+	"testing"
+)
+
+// The ports are distinct and free again (their listeners closed) when Ports
+// returns; Addrs names the same kind of port on 127.0.0.1.
+func TestPorts(t *testing.T) {
+	ports, err := Ports(20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ports) != 20 {
+		t.Fatalf("got %d ports, want 20", len(ports))
+	}
+	seen := map[int]bool{}
+	for _, p := range ports {
+		if p <= 0 || seen[p] {
+			t.Fatalf("port %d: not positive or handed out twice (%v)", p, ports)
+		}
+		seen[p] = true
+	}
+	// Closed: each can be bound again (nothing else on a test machine is
+	// likely to have taken one this fast).
+	for _, p := range ports {
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			t.Fatalf("port %d still taken: %v", p, err)
+		}
+		l.Close()
+	}
+
+	addrs, err := Addrs(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil || host != "127.0.0.1" || port == "0" {
+			t.Fatalf("Addrs: %q (%v), want 127.0.0.1:port", a, err)
+		}
+	}
+	if ps, err := Ports(0); err != nil || len(ps) != 0 {
+		t.Fatalf("Ports(0) = %v, %v", ps, err)
+	}
+}
