@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +24,13 @@ type Peer struct {
 	RaftAddr string
 	GRPCAddr string
 	Observer bool
+}
+
+// PeerNetwork is a network the peer plane can run on instead of TCP
+// (Config.PeerNetwork).
+type PeerNetwork interface {
+	Listen(addr string) (net.Listener, error)
+	Dial(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // Stores are the raft stores a server can be handed instead of its own
@@ -113,6 +121,13 @@ type Config struct {
 	// snapshot store): tests hand in raft's in-memory stores or stores that
 	// inject faults. DataDir still holds members.json.
 	Stores *Stores
+	// PeerNetwork, when set, carries this server's traffic with the other
+	// servers (the peer plane: raft and server-to-server gRPC) instead of
+	// TCP: in-process test clusters run every server on one in-memory
+	// network (internal/memnet) and cut it to partition them. RaftAddr is
+	// then an address on that network (an IP and a port, not bound on the
+	// host); the client ports stay TCP.
+	PeerNetwork PeerNetwork
 
 	// Tick is ZooKeeper's tickTime: sessions expire in tick-sized buckets and
 	// timeouts are negotiated into [MinSessionTimeout, MaxSessionTimeout].

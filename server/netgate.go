@@ -16,7 +16,8 @@ import (
 // (TestCluster.Isolate), over real TCP, without touching the host's network.
 // Open, it costs one atomic load per connection.
 type netGate struct {
-	source net.Addr // local address of connections to them (nil: any)
+	source net.Addr    // local address of connections to them (nil: any)
+	net    PeerNetwork // nil: TCP
 	cut    atomic.Bool
 	mu     sync.Mutex
 	conns  map[*gatedConn]struct{}
@@ -25,9 +26,10 @@ type netGate struct {
 var errIsolated = errors.New("server: cut off from the other servers (isolated)")
 
 // newNetGate makes an open gate; sourceIP, if not "", is the local IP of
-// every connection it opens (Config.PeerSourceIP).
-func newNetGate(sourceIP string) *netGate {
-	g := &netGate{conns: map[*gatedConn]struct{}{}}
+// every connection it opens (Config.PeerSourceIP); network, if not nil,
+// carries them instead of TCP (Config.PeerNetwork).
+func newNetGate(sourceIP string, network PeerNetwork) *netGate {
+	g := &netGate{conns: map[*gatedConn]struct{}{}, net: network}
 	if ip := net.ParseIP(sourceIP); ip != nil {
 		g.source = &net.TCPAddr{IP: ip}
 	}
@@ -66,7 +68,13 @@ func (g *netGate) dial(ctx context.Context, addr string) (net.Conn, error) {
 	if g.cut.Load() {
 		return nil, errIsolated
 	}
-	c, err := (&net.Dialer{LocalAddr: g.source}).DialContext(ctx, "tcp", addr)
+	var c net.Conn
+	var err error
+	if g.net != nil {
+		c, err = g.net.Dial(ctx, addr)
+	} else {
+		c, err = (&net.Dialer{LocalAddr: g.source}).DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +94,14 @@ func (c *gatedConn) Close() error {
 		c.g.mu.Unlock()
 	})
 	return c.Conn.Close()
+}
+
+// listen opens the peer plane's listener on addr.
+func (g *netGate) listen(addr string) (net.Listener, error) {
+	if g.net != nil {
+		return g.net.Listen(addr)
+	}
+	return net.Listen("tcp", addr)
 }
 
 // gatedListener is the peer plane's listener through the gate: while the

@@ -24,7 +24,7 @@ func TestNetGateSourceIP(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := newNetGate("127.0.0.42").dial(ctx, lis.Addr().String())
+	c, err := newNetGate("127.0.0.42", nil).dial(ctx, lis.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}

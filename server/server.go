@@ -94,7 +94,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	log = log.With("server", cfg.ID)
 	s := &Server{
-		cfg: cfg, log: log, clock: session.SystemClock{}, gate: newNetGate(cfg.PeerSourceIP),
+		cfg: cfg, log: log, clock: session.SystemClock{}, gate: newNetGate(cfg.PeerSourceIP, cfg.PeerNetwork),
 		members: map[string]Member{}, closing: make(chan struct{}), zkByConn: map[*sessions.Conn]*zkConn{}, started: time.Now(),
 	}
 	if cfg.TLSCert != "" {
@@ -235,7 +235,7 @@ func (s *Server) startReplica(auth replica.PeerAuth) error {
 			return fmt.Errorf("server: RaftAdvertise: %w", err)
 		}
 	}
-	lis, err := net.Listen("tcp", s.cfg.RaftAddr)
+	lis, err := s.gate.listen(s.cfg.RaftAddr)
 	if err != nil {
 		return fmt.Errorf("server: raft transport: %w", err)
 	}
