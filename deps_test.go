@@ -131,6 +131,8 @@ var offDiagram = map[string]row{
 	"internal/doctest": {testOnly: true},
 	// an in-memory network of named hosts: whole clusters in one process, no TCP between servers (issue 29)
 	"internal/memnet": {},
+	// a whole cluster in one process on memnet and in-memory raft stores, for other packages' tests
+	"internal/testcluster": {imports: []string{"server", "internal/memnet"}, tests: []string{"client", "vocab"}},
 	// leaves too slight to draw (see helpers): the one client of ZooKeeper's
 	// four-letter words, and loopback ports free for servers to start on
 	"internal/fourletter": {},
@@ -179,6 +181,10 @@ var knownDeviations = []edge{}
 // raftOwner is the one package whose non-test files may import
 // hashicorp/raft and its stores: the replica owns raft and the peer plane.
 const raftOwner = "server/replica"
+
+// raftStoreUsers may import raft too, for its in-memory stores only:
+// internal/testcluster hands them to the servers of in-process clusters.
+var raftStoreUsers = map[string]bool{"internal/testcluster": true}
 
 // pure packages: deterministic, no I/O, no clock, no randomness of their own.
 var pure = map[string]bool{"zxid": true, "vocab": true, "fsm": true, "session": true, "watch": true, "zk": true}
@@ -394,7 +400,7 @@ func checkImports(f *ast.File, fset *token.FileSet, rel, pkg, module string, r r
 	}
 	for _, imp := range f.Imports {
 		p, _ := strconv.Unquote(imp.Path.Value)
-		if !isTest && pkg != raftOwner && (p == "github.com/hashicorp/raft" || strings.HasPrefix(p, "github.com/hashicorp/raft-") || strings.HasPrefix(p, "github.com/hashicorp/raft/")) {
+		if !isTest && pkg != raftOwner && !raftStoreUsers[pkg] && (p == "github.com/hashicorp/raft" || strings.HasPrefix(p, "github.com/hashicorp/raft-") || strings.HasPrefix(p, "github.com/hashicorp/raft/")) {
 			add(fset, imp.Pos(), rel, "raft-owner", "%s imports %s: only %s (the replica, which owns the peer plane) speaks to raft", pkg, p, raftOwner)
 		}
 		var target string

@@ -334,6 +334,29 @@ func (s *Server) View() *fsm.View { return s.rep.View() }
 // AppliedIndex is the raft index of the last entry this server applied.
 func (s *Server) AppliedIndex() uint64 { return s.rep.Applied() }
 
+// Changed returns a channel closed at this server's next change as others
+// see it: raft's role or leader changes, an entry applies (a membership
+// change too), or the server closes. Take the channel, check, then wait.
+func (s *Server) Changed() <-chan struct{} { return s.rep.Changed() }
+
+// Closed reports whether Close was called.
+func (s *Server) Closed() bool { return s.isClosed() }
+
+// RaftConfiguration is the latest raft configuration this server knows:
+// the ids of its voters and of its non-voters (observers, and voters
+// still catching up).
+func (s *Server) RaftConfiguration() (voters, nonVoters []string, err error) {
+	members, err := s.rep.Configuration()
+	for _, m := range members {
+		if m.Voter {
+			voters = append(voters, m.ID)
+		} else {
+			nonVoters = append(nonVoters, m.ID)
+		}
+	}
+	return voters, nonVoters, err
+}
+
 var errClosed = replica.ErrClosed
 
 // Close stops the server: clients are disconnected (their sessions live on
