@@ -164,7 +164,7 @@ var testExtras = map[string][]string{
 	"server": {"internal/fourletter", "internal/freeport"},
 	// recipes' tests run each recipe through both adapters, on an in-process
 	// coord cluster and on Apache ZooKeeper.
-	"recipes": {"server", "client", "recipes/coordconn", "recipes/zkconn", "internal/zkproc"},
+	"recipes": {"server", "client", "recipes/coordconn", "recipes/zkconn", "internal/zkproc", "internal/testcluster"},
 }
 
 type edge struct{ from, to string }

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"coord/client"
+	"coord/internal/testcluster"
 	"coord/internal/zkproc"
 	"coord/recipes"
 	"coord/recipes/coordconn"
 	"coord/recipes/zkconn"
-	"coord/server"
 )
 
 // cluster is what a recipe test needs of the servers under test, so that
@@ -80,7 +80,7 @@ func testLogger() *slog.Logger {
 
 // --- coord, in process ---
 
-type coordCluster struct{ tc *server.TestCluster }
+type coordCluster struct{ tc *testcluster.Cluster }
 
 func (c *coordCluster) Name() string { return "coord" }
 func (c *coordCluster) size() int    { return len(c.tc.Servers) }
@@ -195,7 +195,7 @@ var shared struct {
 
 func sharedCoord(t testing.TB) cluster {
 	shared.coordOnce.Do(func() {
-		shared.coord = &coordCluster{tc: server.NewTestCluster(&shared.mainTB, 3, 0)}
+		shared.coord = &coordCluster{tc: testcluster.New(&shared.mainTB, 3, 0, nil)}
 	})
 	return shared.coord
 }
@@ -221,7 +221,7 @@ func sharedZK(t testing.TB) cluster {
 
 // ownCoord and ownZK start a cluster for one test (one that kills
 // servers).
-func ownCoord(t *testing.T) cluster { return &coordCluster{tc: server.NewTestCluster(t, 3, 0)} }
+func ownCoord(t *testing.T) cluster { return &coordCluster{tc: testcluster.New(t, 3, 0, nil)} }
 
 func ownZK(t *testing.T) cluster {
 	t.Helper()

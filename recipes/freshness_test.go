@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"coord/client"
+	"coord/internal/testcluster"
 	"coord/internal/zkproc"
 	"coord/recipes"
 	"coord/recipes/coordconn"
@@ -93,7 +94,7 @@ func TestBarrierFreshness(t *testing.T) {
 	// coord with -fresh-followers: the leader answers Set only once the
 	// follower has the commit notice, and the follower's read waits for it.
 	t.Run("coord-fresh-followers", func(t *testing.T) {
-		body(t, &coordCluster{tc: server.NewTestClusterWith(t, 3, 0, func(cfg *server.Config) { cfg.FreshFollowers = true })})
+		body(t, &coordCluster{tc: testcluster.New(t, 3, 0, func(cfg *server.Config) { cfg.FreshFollowers = true })})
 	})
 }
 

@@ -20,7 +20,6 @@ import (
 	"os"
 	"reflect"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -32,9 +31,20 @@ import (
 // Key is the cluster key of every test cluster's servers. It is no secret.
 var Key = []byte("coord test cluster key, not a secret")
 
+// TB is the part of testing.TB a cluster uses (a package's TestMain can
+// hand in its own, for a cluster shared by its tests).
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+	TempDir() string
+	Log(args ...any)
+}
+
 // Cluster is a running in-process cluster.
 type Cluster struct {
-	tb      testing.TB
+	tb      TB
 	Net     *memnet.Network
 	Servers []*server.Server
 	configs []server.Config
@@ -70,7 +80,7 @@ func (c *Cluster) Config(id string, n int) server.Config {
 // and the others joining through it, and returns once each is in the raft
 // configuration with its role and a leader leads. tweak, if not nil,
 // changes each server's configuration before it starts.
-func New(tb testing.TB, voters, observers int, tweak func(*server.Config)) *Cluster {
+func New(tb TB, voters, observers int, tweak func(*server.Config)) *Cluster {
 	tb.Helper()
 	c := &Cluster{tb: tb, Net: memnet.New()}
 	for i := 0; i < voters+observers; i++ {
@@ -228,7 +238,7 @@ func (c *Cluster) Addrs() []string {
 
 // logger logs to the test's log when COORD_TEST_LOG is set, and nowhere
 // otherwise (raft is chatty).
-func logger(tb testing.TB, id string) *slog.Logger {
+func logger(tb TB, id string) *slog.Logger {
 	if os.Getenv("COORD_TEST_LOG") == "" {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -239,7 +249,7 @@ func logger(tb testing.TB, id string) *slog.Logger {
 
 type tbWriter struct {
 	mu   sync.Mutex
-	tb   testing.TB
+	tb   TB
 	done bool
 }
 
