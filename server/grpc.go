@@ -3,12 +3,15 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"reflect"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"coord/api"
 	"coord/fsm"
@@ -151,24 +154,50 @@ func connectFromAPI(r *api.ConnectRequest) (*sessions.ConnectRequest, error) {
 	return req, nil
 }
 
-// requestFromAPI is r as the session layer's request.
+// grpcKinds is the kind each field of api.Request's op oneof becomes (by
+// the Go type that holds the field in Request.Op): the gRPC column of the
+// session layer's table (sessions.OpInfo.GRPC). A field absent here is
+// refused (OpRefuse). Keyed by type, the lookup costs a map access per
+// request; protoreflect's WhichOneof costs ten times that.
+var grpcKinds = func() map[reflect.Type]sessions.OpKind {
+	od := (*api.Request)(nil).ProtoReflect().Descriptor().Oneofs().ByName("op")
+	kinds := map[reflect.Type]sessions.OpKind{}
+	for _, k := range sessions.Kinds() {
+		name := k.Info().GRPC
+		if name == "" {
+			continue
+		}
+		fd := od.Fields().ByName(protoreflect.Name(name))
+		if fd == nil {
+			panic(fmt.Sprintf("server: the session layer's table names api.Request field %q for %v, which its op oneof does not have", name, k))
+		}
+		m := (&api.Request{}).ProtoReflect()
+		m.Set(fd, m.NewField(fd))
+		kinds[reflect.TypeOf(m.Interface().(*api.Request).Op)] = k
+	}
+	return kinds
+}()
+
+// requestFromAPI is r as the session layer's request: the kind from the
+// field of its op that is set (grpcKinds), the other fields from that
+// field's message.
 func requestFromAPI(r *api.Request) *sessions.Request {
 	req := &sessions.Request{Xid: r.Xid}
+	if r.Op != nil {
+		req.Kind = grpcKinds[reflect.TypeOf(r.Op)]
+	}
 	switch op := r.Op.(type) {
-	case *api.Request_Ping:
-		req.Kind = sessions.OpPing
-	case *api.Request_Close:
-		req.Kind = sessions.OpClose
+	case *api.Request_Ping, *api.Request_Close, *api.Request_WhoAmI:
+		// The kind is the whole request.
 	case *api.Request_Create:
-		req.Kind, req.Write = sessions.OpCreate, createFromAPI(op.Create)
+		req.Write = createFromAPI(op.Create)
 	case *api.Request_Delete:
-		req.Kind, req.Write = sessions.OpDelete, deleteFromAPI(op.Delete)
+		req.Write = deleteFromAPI(op.Delete)
 	case *api.Request_SetData:
-		req.Kind, req.Write = sessions.OpSetData, setDataFromAPI(op.SetData)
+		req.Write = setDataFromAPI(op.SetData)
 	case *api.Request_SetAcl:
-		req.Kind, req.Write = sessions.OpSetACL, fsm.Op{Type: fsm.CmdSetACL, Path: op.SetAcl.Path, ACL: api.ACLFromAPI(op.SetAcl.Acl), Version: op.SetAcl.Version}
+		req.Write = fsm.Op{Type: fsm.CmdSetACL, Path: op.SetAcl.Path, ACL: api.ACLFromAPI(op.SetAcl.Acl), Version: op.SetAcl.Version}
 	case *api.Request_Multi:
-		req.Kind = sessions.OpMulti
 		req.Writes = make([]fsm.Op, len(op.Multi.Ops))
 		for i, mo := range op.Multi.Ops {
 			switch o := mo.Op.(type) {
@@ -183,29 +212,28 @@ func requestFromAPI(r *api.Request) *sessions.Request {
 			} // else the zero Op, which applies as BadArguments
 		}
 	case *api.Request_GetData:
-		req.Kind, req.Path, req.Watch = sessions.OpGetData, op.GetData.Path, op.GetData.Watch
+		req.Path, req.Watch = op.GetData.Path, op.GetData.Watch
 	case *api.Request_Exists:
-		req.Kind, req.Path, req.Watch = sessions.OpExists, op.Exists.Path, op.Exists.Watch
+		req.Path, req.Watch = op.Exists.Path, op.Exists.Watch
 	case *api.Request_GetChildren:
-		req.Kind, req.Path, req.Watch = sessions.OpGetChildren, op.GetChildren.Path, op.GetChildren.Watch
+		req.Path, req.Watch = op.GetChildren.Path, op.GetChildren.Watch
 	case *api.Request_GetAcl:
-		req.Kind, req.Path = sessions.OpGetACL, op.GetAcl.Path
+		req.Path = op.GetAcl.Path
 	case *api.Request_Sync:
-		req.Kind, req.Path = sessions.OpSync, op.Sync.Path
+		req.Path = op.Sync.Path
 	case *api.Request_AddWatch:
-		req.Kind, req.Path, req.WatchMode = sessions.OpAddWatch, op.AddWatch.Path, watch.AddWatchMode(op.AddWatch.Mode)
+		req.Path, req.WatchMode = op.AddWatch.Path, watch.AddWatchMode(op.AddWatch.Mode)
 	case *api.Request_RemoveWatches:
-		req.Kind, req.Path, req.WatcherType = sessions.OpRemoveWatches, op.RemoveWatches.Path, watch.WatcherType(op.RemoveWatches.Type)
+		req.Path, req.WatcherType = op.RemoveWatches.Path, watch.WatcherType(op.RemoveWatches.Type)
 	case *api.Request_CheckWatches:
-		req.Kind, req.Path, req.WatcherType = sessions.OpCheckWatches, op.CheckWatches.Path, watch.WatcherType(op.CheckWatches.Type)
+		req.Path, req.WatcherType = op.CheckWatches.Path, watch.WatcherType(op.CheckWatches.Type)
 	case *api.Request_Auth:
-		req.Kind, req.Scheme, req.Auth = sessions.OpAuth, op.Auth.Scheme, op.Auth.Auth
+		req.Scheme, req.Auth = op.Auth.Scheme, op.Auth.Auth
 	case *api.Request_GetAllChildrenNumber:
-		req.Kind, req.Path = sessions.OpGetAllChildrenNumber, op.GetAllChildrenNumber.Path
+		req.Path = op.GetAllChildrenNumber.Path
 	case *api.Request_GetEphemerals:
-		req.Kind, req.Path = sessions.OpGetEphemerals, op.GetEphemerals.Prefix
+		req.Path = op.GetEphemerals.Prefix
 	case *api.Request_MultiRead:
-		req.Kind = sessions.OpMultiRead
 		req.Reads = make([]sessions.ReadOp, len(op.MultiRead.Ops))
 		for i, mo := range op.MultiRead.Ops {
 			switch o := mo.Op.(type) {
@@ -216,11 +244,12 @@ func requestFromAPI(r *api.Request) *sessions.Request {
 			} // else answered Unimplemented
 		}
 	case *api.Request_SetWatches:
-		req.Kind, req.Watches = sessions.OpSetWatches, watchSetFromAPI(op.SetWatches)
-	case *api.Request_WhoAmI:
-		req.Kind = sessions.OpWhoAmI
+		req.Watches = watchSetFromAPI(op.SetWatches)
 	default:
-		req.Kind, req.Code = sessions.OpRefuse, fsm.Unimplemented
+		req.Kind = sessions.OpRefuse
+	}
+	if req.Kind == sessions.OpRefuse {
+		req.Code = fsm.Unimplemented
 	}
 	return req
 }

@@ -248,9 +248,31 @@ func (zc *zkConn) readLoop(br *bufio.Reader, timeout time.Duration) {
 	}
 }
 
+// zkKinds is the kind each ZooKeeper op code becomes: the ZooKeeper column
+// of the session layer's table (sessions.OpInfo.ZooKeeper). An op code
+// absent here is refused (OpRefuse).
+var zkKinds = func() map[zk.OpCode]sessions.OpKind {
+	byName := map[string]zk.OpCode{}
+	for _, op := range zk.OpCodes() {
+		byName[op.String()] = op
+	}
+	kinds := map[zk.OpCode]sessions.OpKind{}
+	for _, k := range sessions.Kinds() {
+		for _, name := range k.Info().ZooKeeper {
+			op, ok := byName[name]
+			if !ok {
+				panic(fmt.Sprintf("server: the session layer's table names ZooKeeper op code %q for %v, which zk does not define", name, k))
+			}
+			kinds[op] = k
+		}
+	}
+	return kinds
+}()
+
 // translate maps a decoded jute request to the session layer's request,
-// with the tag its reply will need. A request coord does not serve is
-// refused with a code, in its place among the session's replies.
+// with the tag its reply will need: the kind from its op code (zkKinds),
+// the fields from its body. A request coord does not serve is refused with
+// a code, in its place among the session's replies.
 func (zc *zkConn) translate(h zk.RequestHeader, body zk.Record, decodeErr error, arrived time.Time) (*sessions.Request, zkTag) {
 	tag := zkTag{op: h.Type, start: arrived}
 	req := &sessions.Request{Xid: int64(h.Xid)}
@@ -265,18 +287,10 @@ func (zc *zkConn) translate(h zk.RequestHeader, body zk.Record, decodeErr error,
 		req.Tag = tag
 		return req, tag
 	}
+	req.Kind = zkKinds[h.Type]
 	switch b := body.(type) {
 	case nil:
-		switch h.Type {
-		case zk.OpPing:
-			req.Kind = sessions.OpPing
-		case zk.OpCloseSession:
-			req.Kind = sessions.OpClose
-		case zk.OpWhoAmI:
-			req.Kind = sessions.OpWhoAmI
-		default:
-			refuse(fsm.Unimplemented, true)
-		}
+		// ping, closeSession, whoAmI: the kind is the whole request.
 	case *zk.CreateRequest:
 		mode := b.Flags
 		if h.Type == zk.OpCreateContainer && mode != fsm.ModeContainer {
@@ -288,35 +302,35 @@ func (zc *zkConn) translate(h zk.RequestHeader, body zk.Record, decodeErr error,
 		if mode.IsTTL() {
 			mode = -1 // TTL modes come only with createTTL
 		}
-		req.Kind, req.Write = sessions.OpCreate, createOp(b.Path, b.Data, b.ACL, mode, 0)
+		req.Write = createOp(b.Path, b.Data, b.ACL, mode, 0)
 	case *zk.CreateTTLRequest:
 		mode := b.Flags
 		if !mode.IsTTL() {
 			mode = -1 // ZooKeeper: BadArguments
 		}
-		req.Kind, req.Write = sessions.OpCreate, createOp(b.Path, b.Data, b.ACL, mode, b.TTL)
+		req.Write = createOp(b.Path, b.Data, b.ACL, mode, b.TTL)
 	case *zk.DeleteRequest:
-		req.Kind, req.Write = sessions.OpDelete, fsm.Op{Type: fsm.CmdDelete, Path: b.Path, Version: b.Version}
+		req.Write = fsm.Op{Type: fsm.CmdDelete, Path: b.Path, Version: b.Version}
 	case *zk.ExistsRequest:
-		req.Kind, req.Path, req.Watch = sessions.OpExists, b.Path, b.Watch
+		req.Path, req.Watch = b.Path, b.Watch
 	case *zk.GetDataRequest:
-		req.Kind, req.Path, req.Watch = sessions.OpGetData, b.Path, b.Watch
+		req.Path, req.Watch = b.Path, b.Watch
 	case *zk.SetDataRequest:
-		req.Kind, req.Write = sessions.OpSetData, fsm.Op{Type: fsm.CmdSetData, Path: b.Path, Data: b.Data, Version: b.Version}
+		req.Write = fsm.Op{Type: fsm.CmdSetData, Path: b.Path, Data: b.Data, Version: b.Version}
 	case *zk.GetACLRequest:
-		req.Kind, req.Path = sessions.OpGetACL, b.Path
+		req.Path = b.Path
 	case *zk.SetACLRequest:
-		req.Kind, req.Write = sessions.OpSetACL, fsm.Op{Type: fsm.CmdSetACL, Path: b.Path, ACL: b.ACL, Version: b.Version}
+		req.Write = fsm.Op{Type: fsm.CmdSetACL, Path: b.Path, ACL: b.ACL, Version: b.Version}
 	case *zk.GetChildrenRequest:
-		req.Kind, req.Path, req.Watch = sessions.OpGetChildren, b.Path, b.Watch
+		req.Path, req.Watch = b.Path, b.Watch
 	case *zk.GetChildren2Request:
-		req.Kind, req.Path, req.Watch = sessions.OpGetChildren, b.Path, b.Watch
+		req.Path, req.Watch = b.Path, b.Watch
 	case *zk.SyncRequest:
-		req.Kind, req.Path = sessions.OpSync, b.Path
+		req.Path = b.Path
 	case *zk.MultiRequest:
-		if h.Type == zk.OpMultiRead {
+		if req.Kind == sessions.OpMultiRead {
 			// The results carry their reads' kinds: no op types needed.
-			req.Kind, req.Reads = sessions.OpMultiRead, make([]sessions.ReadOp, len(b.Ops))
+			req.Reads = make([]sessions.ReadOp, len(b.Ops))
 			for i, op := range b.Ops {
 				kind := sessions.OpGetChildren
 				if op.Type == zk.OpGetData {
@@ -326,7 +340,7 @@ func (zc *zkConn) translate(h zk.RequestHeader, body zk.Record, decodeErr error,
 			}
 			break
 		}
-		req.Kind, req.Writes = sessions.OpMulti, make([]fsm.Op, len(b.Ops))
+		req.Writes = make([]fsm.Op, len(b.Ops))
 		tag.multi = make([]zk.OpCode, len(b.Ops))
 		for i, op := range b.Ops {
 			var marshal bool
@@ -336,26 +350,26 @@ func (zc *zkConn) translate(h zk.RequestHeader, body zk.Record, decodeErr error,
 			}
 		}
 	case *zk.CheckWatchesRequest:
-		req.Kind, req.Path, req.WatcherType = sessions.OpCheckWatches, b.Path, watch.WatcherType(b.Type)
+		req.Path, req.WatcherType = b.Path, watch.WatcherType(b.Type)
 	case *zk.RemoveWatchesRequest:
-		req.Kind, req.Path, req.WatcherType = sessions.OpRemoveWatches, b.Path, watch.WatcherType(b.Type)
+		req.Path, req.WatcherType = b.Path, watch.WatcherType(b.Type)
 	case *zk.AddWatchRequest:
-		req.Kind, req.Path, req.WatchMode = sessions.OpAddWatch, b.Path, watch.AddWatchMode(b.Mode)
+		req.Path, req.WatchMode = b.Path, watch.AddWatchMode(b.Mode)
 	case *zk.AuthPacket:
-		req.Kind, req.Scheme, req.Auth = sessions.OpAuth, b.Scheme, b.Auth
+		req.Scheme, req.Auth = b.Scheme, b.Auth
 	case *zk.SetWatches:
-		req.Kind, req.Watches = sessions.OpSetWatches, &sessions.WatchSet{RelativeZxid: b.RelativeZxid, Watches: watch.WatchSet{
+		req.Watches = &sessions.WatchSet{RelativeZxid: b.RelativeZxid, Watches: watch.WatchSet{
 			DataWatches: b.DataWatches, ExistWatches: b.ExistWatches, ChildWatches: b.ChildWatches}}
 	case *zk.SetWatches2:
-		req.Kind, req.Watches = sessions.OpSetWatches, &sessions.WatchSet{RelativeZxid: b.RelativeZxid, Watches: watch.WatchSet{
+		req.Watches = &sessions.WatchSet{RelativeZxid: b.RelativeZxid, Watches: watch.WatchSet{
 			DataWatches: b.DataWatches, ExistWatches: b.ExistWatches, ChildWatches: b.ChildWatches,
 			PersistentWatches: b.PersistentWatches, PersistentRecursiveWatches: b.PersistentRecursiveWatches}}
 	case *zk.GetEphemeralsRequest:
-		req.Kind, req.Path = sessions.OpGetEphemerals, b.PrefixPath
+		req.Path = b.PrefixPath
 	case *zk.GetAllChildrenNumberRequest:
-		req.Kind, req.Path = sessions.OpGetAllChildrenNumber, b.Path
+		req.Path = b.Path
 	case *zk.ReconfigRequest:
-		req.Kind, req.Reconfig = sessions.OpReconfig, &sessions.ReconfigArgs{
+		req.Reconfig = &sessions.ReconfigArgs{
 			Joining: b.JoiningServers, Leaving: b.LeavingServers, NewMembers: b.NewMembers, FromConfig: b.CurConfigID}
 	case *zk.SASLRequest:
 		if len(zc.s.cfg.SASLUsers) == 0 {
@@ -363,12 +377,16 @@ func (zc *zkConn) translate(h zk.RequestHeader, body zk.Record, decodeErr error,
 			refuse(fsm.Unimplemented, true)
 			break
 		}
-		req.Kind, req.Auth = sessions.OpSASL, b.Token
+		req.Auth = b.Token
 	case *zk.CheckVersionRequest, *zk.DeleteContainerRequest:
 		// A standalone check and a client's deleteContainer are not
-		// served: Unimplemented, and the connection is closed.
-		refuse(fsm.Unimplemented, true)
+		// served (the table's OpRefuse row): Unimplemented, below.
 	default:
+		refuse(fsm.Unimplemented, true)
+	}
+	if req.Kind == sessions.OpRefuse && req.Code == fsm.OK {
+		// An op code the table refuses: Unimplemented, and the connection
+		// is closed.
 		refuse(fsm.Unimplemented, true)
 	}
 	req.Tag = tag

@@ -2,6 +2,7 @@ package zk
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 
 	"coord/vocab"
@@ -60,6 +61,19 @@ var opNames = map[OpCode]string{
 	OpCreateSession: "createSession", OpCloseSession: "closeSession", OpError: "error",
 }
 
+// OpCodes returns every op code ZooKeeper defines (those with a name), in
+// numeric order. Which of them the server serves, and as what, is the
+// session layer's table (server/sessions, ops.go), which names them as
+// String does.
+func OpCodes() []OpCode {
+	out := make([]OpCode, 0, len(opNames))
+	for op := range opNames {
+		out = append(out, op)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // String returns ZooDefs' name for op, or "unknown N".
 func (op OpCode) String() string {
 	if s, ok := opNames[op]; ok {
@@ -88,18 +102,6 @@ func LastOpName(op OpCode) string {
 		return s
 	}
 	return "NA"
-}
-
-// IsWrite reports whether op changes the tree (goes through the log in
-// ZooKeeper): the create variants, delete, setData, setACL, check, multi,
-// reconfig, createSession and closeSession.
-func (op OpCode) IsWrite() bool {
-	switch op {
-	case OpCreate, OpCreate2, OpCreateContainer, OpCreateTTL, OpDelete, OpDeleteContainer,
-		OpSetData, OpSetACL, OpCheck, OpMulti, OpReconfig, OpCreateSession, OpCloseSession:
-		return true
-	}
-	return false
 }
 
 // Special xids (ClientCnxn). Requests with these xids are not matched to a

@@ -321,8 +321,8 @@ func TestNames(t *testing.T) {
 		EventNodeChildrenChanged.String() != "NodeChildrenChanged" || EventType(9).String() != "EventType(9)" {
 		t.Error("state/event names")
 	}
-	if !OpMulti.IsWrite() || OpGetData.IsWrite() {
-		t.Error("IsWrite")
+	if ops := OpCodes(); len(ops) != len(opNames) || ops[0] != OpCloseSession || ops[len(ops)-1] != OpWhoAmI {
+		t.Errorf("OpCodes: %v", ops)
 	}
 	if CodeOf(nil) != vocab.OK || CodeOf(&vocab.Error{Code: vocab.BadVersion}) != vocab.BadVersion ||
 		CodeOf(errors.New("x")) != vocab.SystemError {

@@ -16,7 +16,15 @@
 // records to Request and ConnectRequest and back from Reply, Event and
 // ConnectReply (message.go), and nothing else.
 //
+// The layer depends on its replica only through the Replica interface
+// (replica.go), which says what it relies on; a server's raft member
+// (*replica.Replica) satisfies it, and the transcript tests run the layer
+// on a fake one with no raft, network or disk (testdata/README.md).
+//
 // Files: layer.go holds the Layer, its Config and the Observer side
-// (Applied, Restored); conn.go a connected session (Connect, re-attach,
-// its outbox); request.go the request path; message.go the messages.
+// (Applied, Restored); replica.go the Replica interface; conn.go a
+// connected session (Connect, re-attach, its outbox); ops.go the table of
+// request kinds (name, write or not, read-only mode, the ZooKeeper op codes
+// and gRPC requests that become each); request.go the request path;
+// message.go the messages; readonly.go read-only mode.
 package sessions

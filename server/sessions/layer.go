@@ -77,7 +77,7 @@ type Layer struct {
 	cfg     Config
 	log     *slog.Logger
 	clock   session.Clock
-	rep     *replica.Replica
+	rep     Replica // the replica the requests go through (replica.go)
 	watches *watch.Registry
 	tracker *session.Tracker
 	connSeq atomic.Uint64 // numbers the connections of this boot
@@ -110,8 +110,9 @@ func New(cfg Config, tick time.Duration) (*Layer, error) {
 	return l, nil
 }
 
-// Attach sets the replica the sessions' requests go through.
-func (l *Layer) Attach(rep *replica.Replica) { l.rep = rep }
+// Attach sets the replica the sessions' requests go through: the server's
+// raft member (*replica.Replica), or a test's fake.
+func (l *Layer) Attach(rep Replica) { l.rep = rep }
 
 // Connect creates a session (req.SessionID 0) or re-attaches one and
 // registers the connection here; the front end answers the client with the

@@ -20,57 +20,6 @@ import (
 // ZooKeeper keeps apart from empty data; WireData reads a wire's pair of
 // bytes and null flag into that form.
 
-// OpKind is what a request asks for.
-type OpKind uint8
-
-const (
-	// OpRefuse is a request the front end refused or does not know: it is
-	// answered with code alone, in its place among the session's replies.
-	OpRefuse OpKind = iota
-	OpPing
-	OpClose
-	OpCreate
-	OpDelete
-	OpSetData
-	OpSetACL
-	OpMulti
-	OpGetData
-	OpExists
-	OpGetChildren
-	OpGetACL
-	OpSync
-	OpAddWatch
-	OpRemoveWatches
-	OpCheckWatches
-	OpAuth
-	OpGetAllChildrenNumber
-	OpGetEphemerals
-	OpMultiRead
-	OpSetWatches
-	OpWhoAmI
-	OpSASL
-	OpReconfig
-)
-
-// opNames name the kinds as ZooKeeper names its operations (the op label
-// of the request metrics).
-var opNames = [...]string{
-	OpRefuse: "unknown", OpPing: "ping", OpClose: "closeSession", OpCreate: "create", OpDelete: "delete",
-	OpSetData: "setData", OpSetACL: "setACL", OpMulti: "multi", OpGetData: "getData", OpExists: "exists",
-	OpGetChildren: "getChildren", OpGetACL: "getACL", OpSync: "sync", OpAddWatch: "addWatch",
-	OpRemoveWatches: "removeWatches", OpCheckWatches: "checkWatches", OpAuth: "auth",
-	OpGetAllChildrenNumber: "getAllChildrenNumber", OpGetEphemerals: "getEphemerals",
-	OpMultiRead: "multiRead", OpSetWatches: "setWatches", OpWhoAmI: "whoAmI", OpSASL: "sasl",
-	OpReconfig: "reconfig",
-}
-
-func (k OpKind) String() string {
-	if int(k) < len(opNames) {
-		return opNames[k]
-	}
-	return "unknown"
-}
-
 // Request is one client Request as the session layer takes it. Which
 // fields count depends on kind.
 type Request struct {

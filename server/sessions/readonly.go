@@ -167,14 +167,15 @@ func (l *Layer) connEnded(c *Conn) {
 // ReadOnly reports whether this is a read-only session.
 func (c *Conn) ReadOnly() bool { return c.readOnly }
 
-// readOnlyRefusal answers a request a read-only session may not make, as
-// ZooKeeper's ReadOnlyRequestProcessor: every write, sync, reconfig and the
-// close of a session of the log get NotReadOnly; a local session's close
-// ends it here. It reports whether it answered.
+// readOnlyRefusal answers a request a read-only session may not make (the
+// table's ReadOnly column, ops.go), as ZooKeeper's
+// ReadOnlyRequestProcessor: every write, sync, reconfig and the close of a
+// session of the log get NotReadOnly; a local session's close ends it here.
+// It reports whether it answered.
 func (c *Conn) readOnlyRefusal(req *Request, start time.Time) bool {
-	switch req.Kind {
-	case OpCreate, OpDelete, OpSetData, OpSetACL, OpMulti, OpSync, OpReconfig:
-	case OpClose:
+	switch req.Kind.Info().ReadOnly {
+	case RORefused:
+	case ROEndsLocal:
 		if !c.local {
 			break
 		}

@@ -16,25 +16,26 @@ import (
 // their requests into a request (message.go) for Conn.Handle, and the
 // session's replies and events come back to them through its outbox.
 
-// Handle runs one request of the session. Writes are submitted at once (so a
-// session's writes pipeline) and answered when applied here; reads, syncs
-// and watch calls first wait for the session's earlier writes, so the
-// session always reads its own writes, and keep request order. A request
-// the front end refused takes its place in that order like a read.
+// Handle runs one request of the session, as its kind's row of the table
+// says (ops.go). Writes are submitted at once (so a session's writes
+// pipeline) and answered when applied here; reads, syncs and watch calls
+// first wait for the session's earlier writes, so the session always reads
+// its own writes, and keep request order. A request the front end refused
+// takes its place in that order like a read.
 func (c *Conn) Handle(req *Request) {
 	start := time.Now()
 	if c.readOnly && c.readOnlyRefusal(req, start) {
 		return
 	}
-	if cmd, ok := c.writeCommand(req); ok {
-		c.write(req, cmd, start)
+	info := req.Kind.Info()
+	switch info.Run {
+	case RunWrite:
+		c.write(req, c.writeCommand(req, info.Cmd), start)
 		return
-	}
-	if req.Kind == OpSync {
+	case RunSync:
 		c.sync(req, start)
 		return
-	}
-	if req.Kind == OpReconfig {
+	case RunReconfig:
 		c.reconfig(req, start)
 		return
 	}
@@ -43,7 +44,7 @@ func (c *Conn) Handle(req *Request) {
 	if sl == nil {
 		return
 	}
-	c.read(sl, req, start)
+	c.read(sl, req, info.Run, start)
 }
 
 // answer fills a response slot with r, the answer to req, and counts the
@@ -219,29 +220,18 @@ func (c *Conn) reconfig(req *Request, start time.Time) {
 	}()
 }
 
-// writeCommand maps a write request to its command.
-func (c *Conn) writeCommand(req *Request) (*fsm.Command, bool) {
-	cmd := &fsm.Command{Session: c.id, Auth: c.identities(), Owner: c.owner}
-	switch req.Kind {
-	case OpCreate:
-		cmd.Type = fsm.CmdCreate
-	case OpDelete:
-		cmd.Type = fsm.CmdDelete
-	case OpSetData:
-		cmd.Type = fsm.CmdSetData
-	case OpSetACL:
-		cmd.Type = fsm.CmdSetACL
-	case OpClose:
-		cmd.Type = fsm.CmdCloseSession
-		return cmd, true
-	case OpMulti:
-		cmd.Type, cmd.Ops = fsm.CmdMulti, req.Writes
-		return cmd, true
+// writeCommand is the command of type typ (the table's Cmd) that a write
+// request becomes.
+func (c *Conn) writeCommand(req *Request, typ fsm.CmdType) *fsm.Command {
+	cmd := &fsm.Command{Type: typ, Session: c.id, Auth: c.identities(), Owner: c.owner}
+	switch typ {
+	case fsm.CmdCloseSession:
+	case fsm.CmdMulti:
+		cmd.Ops = req.Writes
 	default:
-		return nil, false
+		cmd.Op = req.Write
 	}
-	cmd.Op = req.Write
-	return cmd, true
+	return cmd
 }
 
 // read answers a read or watch request from a view taken under the apply
@@ -250,11 +240,11 @@ func (c *Conn) writeCommand(req *Request) (*fsm.Command, bool) {
 // before the response, or its watch fires for the change and the event is
 // queued after the response (as ZooKeeper, whose reads never run beside an
 // apply).
-func (c *Conn) read(sl *slot, req *Request, start time.Time) {
+func (c *Conn) read(sl *slot, req *Request, run Run, start time.Time) {
 	l := c.l
 	ids := c.identities()
 	read := l.rep.ReadFresh
-	if req.Kind == OpPing || req.Kind == OpRefuse {
+	if run == RunAnswer {
 		read = l.rep.Read
 	}
 	read(func(v *fsm.View) {
