@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"coord/vocab"
 	"crypto/sha1"
 	"encoding/base64"
 	"encoding/binary"
@@ -34,8 +35,8 @@ const (
 
 // IsOpenACL reports whether acl is exactly OpenACLUnsafe: one entry granting
 // PermAll to world:anyone.
-func IsOpenACL(acl []ACL) bool {
-	return len(acl) == 1 && acl[0].Perms == PermAll &&
+func IsOpenACL(acl []vocab.ACL) bool {
+	return len(acl) == 1 && acl[0].Perms == vocab.PermAll &&
 		acl[0].ID.Scheme == schemeWorld && acl[0].ID.ID == idAnyone
 }
 
@@ -55,7 +56,7 @@ func IsOpenACL(acl []ACL) bool {
 //
 // A perm of 0 is never granted by a non-empty acl except to super. The
 // common case (world:anyone) neither allocates nor looks at ids.
-func CheckACL(acl []ACL, perm Perm, ids []Id) bool {
+func CheckACL(acl []vocab.ACL, perm vocab.Perm, ids []vocab.Id) bool {
 	if len(acl) == 0 {
 		return true
 	}
@@ -116,11 +117,11 @@ func DigestID(user, password string) string {
 // reproduce. Whether the caller is also the super user (its id equals the
 // configured super digest) is for the caller to decide; ZooKeeper then adds
 // Id{"super", ""} as well.
-func ParseAuthDigest(auth string) (Id, error) {
+func ParseAuthDigest(auth string) (vocab.Id, error) {
 	if !utf8.ValidString(auth) {
-		return Id{}, errf(AuthFailed, "", "")
+		return vocab.Id{}, errf(vocab.AuthFailed, "", "")
 	}
-	return Id{Scheme: schemeDigest, ID: digestOf(auth)}, nil
+	return vocab.Id{Scheme: schemeDigest, ID: digestOf(auth)}, nil
 }
 
 func digestOf(userPassword string) string {
@@ -159,12 +160,12 @@ func digestOf(userPassword string) string {
 // An invalid list gives an *Error with Code InvalidACL and neither Op nor
 // Path; the caller fills them in. When acl needs no change the result is acl
 // itself, not a copy.
-func FixupACL(acl []ACL, ids []Id) ([]ACL, error) {
+func FixupACL(acl []vocab.ACL, ids []vocab.Id) ([]vocab.ACL, error) {
 	if IsOpenACL(acl) {
 		return acl, nil
 	}
 	if len(acl) == 0 {
-		return nil, errf(InvalidACL, "", "")
+		return nil, errf(vocab.InvalidACL, "", "")
 	}
 	dup := duplicates(acl)
 	changed := dup != nil
@@ -176,20 +177,20 @@ func FixupACL(acl []ACL, ids []Id) ([]ACL, error) {
 		switch a.ID.Scheme {
 		case schemeWorld:
 			if a.ID.ID != idAnyone {
-				return nil, errf(InvalidACL, "", "")
+				return nil, errf(vocab.InvalidACL, "", "")
 			}
 		case schemeAuth:
 			if !hasAuthenticated(ids) {
-				return nil, errf(InvalidACL, "", "")
+				return nil, errf(vocab.InvalidACL, "", "")
 			}
 			changed = true
 		case schemeDigest:
 			if !validDigestID(a.ID.ID) {
-				return nil, errf(InvalidACL, "", "")
+				return nil, errf(vocab.InvalidACL, "", "")
 			}
 		case schemeIP:
 			if !validIPACL(a.ID.ID) {
-				return nil, errf(InvalidACL, "", "")
+				return nil, errf(vocab.InvalidACL, "", "")
 			}
 		case schemeSASL, schemeX509:
 			// The identity of a SASL login or of a TLS client
@@ -197,17 +198,17 @@ func FixupACL(acl []ACL, ids []Id) ([]ACL, error) {
 			// provider; coord always has both, so the answer never depends
 			// on a server's settings).
 			if a.ID.ID == "" {
-				return nil, errf(InvalidACL, "", "")
+				return nil, errf(vocab.InvalidACL, "", "")
 			}
 		default:
-			return nil, errf(InvalidACL, "", "")
+			return nil, errf(vocab.InvalidACL, "", "")
 		}
 	}
 	if !changed {
 		return acl, nil
 	}
-	out := make([]ACL, 0, len(acl))
-	var authIDs []Id
+	out := make([]vocab.ACL, 0, len(acl))
+	var authIDs []vocab.Id
 	for i := range acl {
 		if dup != nil && dup[i] {
 			continue
@@ -221,7 +222,7 @@ func FixupACL(acl []ACL, ids []Id) ([]ACL, error) {
 		}
 		for _, id := range authIDs {
 			if authenticatedScheme(id.Scheme) {
-				out = append(out, ACL{Perms: acl[i].Perms, ID: id})
+				out = append(out, vocab.ACL{Perms: acl[i].Perms, ID: id})
 			}
 		}
 	}
@@ -231,7 +232,7 @@ func FixupACL(acl []ACL, ids []Id) ([]ACL, error) {
 // duplicates marks every entry equal to an earlier one; nil when there are
 // none. Short lists are compared pairwise, long ones through a set, so a
 // request with a huge ACL cannot make apply quadratic.
-func duplicates(acl []ACL) []bool {
+func duplicates(acl []vocab.ACL) []bool {
 	var dup []bool
 	mark := func(i int) {
 		if dup == nil {
@@ -250,7 +251,7 @@ func duplicates(acl []ACL) []bool {
 		}
 		return dup
 	}
-	seen := make(map[ACL]struct{}, len(acl))
+	seen := make(map[vocab.ACL]struct{}, len(acl))
 	for i, a := range acl {
 		if _, ok := seen[a]; ok {
 			mark(i)
@@ -265,7 +266,7 @@ func duplicates(acl []ACL) []bool {
 // is (AuthenticationProvider.isAuthenticated of the registered providers).
 func authenticatedScheme(scheme string) bool { return scheme == schemeDigest }
 
-func hasAuthenticated(ids []Id) bool {
+func hasAuthenticated(ids []vocab.Id) bool {
 	for i := range ids {
 		if authenticatedScheme(ids[i].Scheme) {
 			return true
@@ -287,7 +288,7 @@ func validDigestID(id string) bool {
 // ADMIN permission on the node: in every "digest" entry everything after the
 // first ':' becomes "x" ("user:hash" -> "user:x"). Other entries are kept.
 // When there is no digest entry the result is acl itself, not a copy.
-func RedactACL(acl []ACL) []ACL {
+func RedactACL(acl []vocab.ACL) []vocab.ACL {
 	i := 0
 	for i < len(acl) && acl[i].ID.Scheme != schemeDigest {
 		i++
@@ -295,7 +296,7 @@ func RedactACL(acl []ACL) []ACL {
 	if i == len(acl) {
 		return acl
 	}
-	out := make([]ACL, len(acl))
+	out := make([]vocab.ACL, len(acl))
 	copy(out, acl)
 	for ; i < len(out); i++ {
 		if out[i].ID.Scheme == schemeDigest {
@@ -349,7 +350,7 @@ func indexLineTerminator(s string) int {
 // byte (1 world, 2 digest, 3 ip, 4 auth, 5 super; 0 is followed by
 // uvarint(len)+bytes of any other scheme), then uvarint(len)+bytes of the id.
 // OpenACLUnsafe encodes as openACLKey without allocating.
-func aclKey(acl []ACL) string {
+func aclKey(acl []vocab.ACL) string {
 	if IsOpenACL(acl) {
 		return openACLKey
 	}

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"coord/vocab"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -17,30 +18,32 @@ import (
 var (
 	bobDigest   = "bob:fyVmFCwVbTJYrznoSu1koqYEYF0=" // DigestID("bob", "secret")
 	aliceDigest = DigestID("alice", "wonderland")
-	bob         = Id{Scheme: "digest", ID: bobDigest}
-	alice       = Id{Scheme: "digest", ID: aliceDigest}
-	superID     = Id{Scheme: "super", ID: ""}
-	ipCaller    = Id{Scheme: "ip", ID: "10.1.2.3"}
-	ip6Caller   = Id{Scheme: "ip", ID: "2001:db8:0:0:0:0:0:1"}
+	bob         = vocab.Id{Scheme: "digest", ID: bobDigest}
+	alice       = vocab.Id{Scheme: "digest", ID: aliceDigest}
+	superID     = vocab.Id{Scheme: "super", ID: ""}
+	ipCaller    = vocab.Id{Scheme: "ip", ID: "10.1.2.3"}
+	ip6Caller   = vocab.Id{Scheme: "ip", ID: "2001:db8:0:0:0:0:0:1"}
 )
 
-func acl1(p Perm, scheme, id string) ACL { return ACL{Perms: p, ID: Id{Scheme: scheme, ID: id}} }
+func acl1(p vocab.Perm, scheme, id string) vocab.ACL {
+	return vocab.ACL{Perms: p, ID: vocab.Id{Scheme: scheme, ID: id}}
+}
 
 func TestIsOpenACL(t *testing.T) {
 	tests := []struct {
-		acl  []ACL
+		acl  []vocab.ACL
 		want bool
 	}{
-		{OpenACLUnsafe, true},
-		{[]ACL{acl1(PermAll, "world", "anyone")}, true},
+		{vocab.OpenACLUnsafe, true},
+		{[]vocab.ACL{acl1(vocab.PermAll, "world", "anyone")}, true},
 		{nil, false},
-		{[]ACL{}, false},
-		{ReadACLUnsafe, false},
-		{CreatorAllACL, false},
-		{[]ACL{acl1(PermAll, "world", "anyone"), acl1(PermAll, "world", "anyone")}, false},
-		{[]ACL{acl1(PermAll|1<<5, "world", "anyone")}, false},
-		{[]ACL{acl1(PermAll, "world", "Anyone")}, false},
-		{[]ACL{acl1(PermAll, "digest", "anyone")}, false},
+		{[]vocab.ACL{}, false},
+		{vocab.ReadACLUnsafe, false},
+		{vocab.CreatorAllACL, false},
+		{[]vocab.ACL{acl1(vocab.PermAll, "world", "anyone"), acl1(vocab.PermAll, "world", "anyone")}, false},
+		{[]vocab.ACL{acl1(vocab.PermAll|1<<5, "world", "anyone")}, false},
+		{[]vocab.ACL{acl1(vocab.PermAll, "world", "Anyone")}, false},
+		{[]vocab.ACL{acl1(vocab.PermAll, "digest", "anyone")}, false},
 	}
 	for _, tc := range tests {
 		if got := IsOpenACL(tc.acl); got != tc.want {
@@ -50,51 +53,51 @@ func TestIsOpenACL(t *testing.T) {
 }
 
 func TestCheckACL(t *testing.T) {
-	readBob := []ACL{acl1(PermRead, "digest", bobDigest)}
+	readBob := []vocab.ACL{acl1(vocab.PermRead, "digest", bobDigest)}
 	tests := []struct {
 		name string
-		acl  []ACL
-		perm Perm
-		ids  []Id
+		acl  []vocab.ACL
+		perm vocab.Perm
+		ids  []vocab.Id
 		want bool
 	}{
-		{"empty acl allows all", nil, PermAdmin, nil, true},
-		{"empty acl allows perm 0", []ACL{}, 0, nil, true},
-		{"open", OpenACLUnsafe, PermWrite, nil, true},
-		{"open, perm 0", OpenACLUnsafe, 0, nil, false},
-		{"read-only world, write", ReadACLUnsafe, PermWrite, nil, false},
-		{"read-only world, read", ReadACLUnsafe, PermRead, nil, true},
-		{"any bit of perm suffices", ReadACLUnsafe, PermRead | PermAdmin, nil, true},
-		{"no bit of perm", ReadACLUnsafe, PermWrite | PermAdmin, []Id{ipCaller, bob}, false},
-		{"super beats any acl", readBob, PermAdmin, []Id{ipCaller, superID}, true},
-		{"super with any id string", readBob, PermAdmin, []Id{{Scheme: "super", ID: "whatever"}}, true},
-		{"super beats perm 0", readBob, 0, []Id{superID}, true},
-		{"Super is not super", readBob, PermAdmin, []Id{{Scheme: "Super"}}, false},
+		{"empty acl allows all", nil, vocab.PermAdmin, nil, true},
+		{"empty acl allows perm 0", []vocab.ACL{}, 0, nil, true},
+		{"open", vocab.OpenACLUnsafe, vocab.PermWrite, nil, true},
+		{"open, perm 0", vocab.OpenACLUnsafe, 0, nil, false},
+		{"read-only world, write", vocab.ReadACLUnsafe, vocab.PermWrite, nil, false},
+		{"read-only world, read", vocab.ReadACLUnsafe, vocab.PermRead, nil, true},
+		{"any bit of perm suffices", vocab.ReadACLUnsafe, vocab.PermRead | vocab.PermAdmin, nil, true},
+		{"no bit of perm", vocab.ReadACLUnsafe, vocab.PermWrite | vocab.PermAdmin, []vocab.Id{ipCaller, bob}, false},
+		{"super beats any acl", readBob, vocab.PermAdmin, []vocab.Id{ipCaller, superID}, true},
+		{"super with any id string", readBob, vocab.PermAdmin, []vocab.Id{{Scheme: "super", ID: "whatever"}}, true},
+		{"super beats perm 0", readBob, 0, []vocab.Id{superID}, true},
+		{"Super is not super", readBob, vocab.PermAdmin, []vocab.Id{{Scheme: "Super"}}, false},
 
-		{"digest match", readBob, PermRead, []Id{ipCaller, bob}, true},
-		{"digest, wrong perm", readBob, PermWrite, []Id{bob}, false},
-		{"digest, other user", readBob, PermRead, []Id{alice}, false},
-		{"digest, no ids", readBob, PermRead, nil, false},
-		{"digest id under another scheme", readBob, PermRead, []Id{{Scheme: "ip", ID: bobDigest}}, false},
-		{"second entry matches", []ACL{acl1(PermAll, "digest", aliceDigest), acl1(PermRead, "digest", bobDigest)}, PermRead, []Id{bob}, true},
-		{"matching entry lacks the bit", []ACL{acl1(PermWrite, "digest", bobDigest), acl1(PermRead, "digest", aliceDigest)}, PermRead, []Id{bob}, false},
+		{"digest match", readBob, vocab.PermRead, []vocab.Id{ipCaller, bob}, true},
+		{"digest, wrong perm", readBob, vocab.PermWrite, []vocab.Id{bob}, false},
+		{"digest, other user", readBob, vocab.PermRead, []vocab.Id{alice}, false},
+		{"digest, no ids", readBob, vocab.PermRead, nil, false},
+		{"digest id under another scheme", readBob, vocab.PermRead, []vocab.Id{{Scheme: "ip", ID: bobDigest}}, false},
+		{"second entry matches", []vocab.ACL{acl1(vocab.PermAll, "digest", aliceDigest), acl1(vocab.PermRead, "digest", bobDigest)}, vocab.PermRead, []vocab.Id{bob}, true},
+		{"matching entry lacks the bit", []vocab.ACL{acl1(vocab.PermWrite, "digest", bobDigest), acl1(vocab.PermRead, "digest", aliceDigest)}, vocab.PermRead, []vocab.Id{bob}, false},
 
-		{"ip exact", []ACL{acl1(PermRead, "ip", "10.1.2.3")}, PermRead, []Id{ipCaller}, true},
-		{"ip exact, other host", []ACL{acl1(PermRead, "ip", "10.1.2.4")}, PermRead, []Id{ipCaller}, false},
-		{"ip /8", []ACL{acl1(PermRead, "ip", "10.0.0.0/8")}, PermRead, []Id{ipCaller}, true},
-		{"ip /8 miss", []ACL{acl1(PermRead, "ip", "11.0.0.0/8")}, PermRead, []Id{ipCaller}, false},
-		{"ip /8 host bits ignored", []ACL{acl1(PermRead, "ip", "10.9.9.9/8")}, PermRead, []Id{ipCaller}, true},
-		{"ip v6 prefix", []ACL{acl1(PermRead, "ip", "2001:db8::/32")}, PermRead, []Id{ip6Caller}, true},
-		{"ip v6 vs v4 caller", []ACL{acl1(PermRead, "ip", "::/0")}, PermRead, []Id{ipCaller}, false},
-		{"ip v4 vs v6 caller", []ACL{acl1(PermRead, "ip", "0.0.0.0/0")}, PermRead, []Id{ip6Caller}, false},
-		{"ip entry, digest caller", []ACL{acl1(PermRead, "ip", "10.1.2.3")}, PermRead, []Id{{Scheme: "digest", ID: "10.1.2.3"}}, false},
-		{"ip invalid entry", []ACL{acl1(PermRead, "ip", "10.1.2.3/33")}, PermRead, []Id{ipCaller}, false},
+		{"ip exact", []vocab.ACL{acl1(vocab.PermRead, "ip", "10.1.2.3")}, vocab.PermRead, []vocab.Id{ipCaller}, true},
+		{"ip exact, other host", []vocab.ACL{acl1(vocab.PermRead, "ip", "10.1.2.4")}, vocab.PermRead, []vocab.Id{ipCaller}, false},
+		{"ip /8", []vocab.ACL{acl1(vocab.PermRead, "ip", "10.0.0.0/8")}, vocab.PermRead, []vocab.Id{ipCaller}, true},
+		{"ip /8 miss", []vocab.ACL{acl1(vocab.PermRead, "ip", "11.0.0.0/8")}, vocab.PermRead, []vocab.Id{ipCaller}, false},
+		{"ip /8 host bits ignored", []vocab.ACL{acl1(vocab.PermRead, "ip", "10.9.9.9/8")}, vocab.PermRead, []vocab.Id{ipCaller}, true},
+		{"ip v6 prefix", []vocab.ACL{acl1(vocab.PermRead, "ip", "2001:db8::/32")}, vocab.PermRead, []vocab.Id{ip6Caller}, true},
+		{"ip v6 vs v4 caller", []vocab.ACL{acl1(vocab.PermRead, "ip", "::/0")}, vocab.PermRead, []vocab.Id{ipCaller}, false},
+		{"ip v4 vs v6 caller", []vocab.ACL{acl1(vocab.PermRead, "ip", "0.0.0.0/0")}, vocab.PermRead, []vocab.Id{ip6Caller}, false},
+		{"ip entry, digest caller", []vocab.ACL{acl1(vocab.PermRead, "ip", "10.1.2.3")}, vocab.PermRead, []vocab.Id{{Scheme: "digest", ID: "10.1.2.3"}}, false},
+		{"ip invalid entry", []vocab.ACL{acl1(vocab.PermRead, "ip", "10.1.2.3/33")}, vocab.PermRead, []vocab.Id{ipCaller}, false},
 
-		{"world non-anyone never matches", []ACL{acl1(PermAll, "world", "bob")}, PermRead, []Id{{Scheme: "world", ID: "bob"}}, false},
-		{"auth entry never matches", []ACL{acl1(PermAll, "auth", "")}, PermRead, []Id{{Scheme: "auth", ID: ""}, bob}, false},
-		{"other scheme matches by equality", []ACL{acl1(PermAll, "x509", "CN=bob")}, PermRead, []Id{{Scheme: "x509", ID: "CN=bob"}}, true},
-		{"other scheme, other id", []ACL{acl1(PermAll, "x509", "CN=bob")}, PermRead, []Id{{Scheme: "x509", ID: "CN=alice"}}, false},
-		{"world anyone after non-matching entries", []ACL{acl1(PermAll, "digest", aliceDigest), acl1(PermRead, "world", "anyone")}, PermRead, nil, true},
+		{"world non-anyone never matches", []vocab.ACL{acl1(vocab.PermAll, "world", "bob")}, vocab.PermRead, []vocab.Id{{Scheme: "world", ID: "bob"}}, false},
+		{"auth entry never matches", []vocab.ACL{acl1(vocab.PermAll, "auth", "")}, vocab.PermRead, []vocab.Id{{Scheme: "auth", ID: ""}, bob}, false},
+		{"other scheme matches by equality", []vocab.ACL{acl1(vocab.PermAll, "x509", "CN=bob")}, vocab.PermRead, []vocab.Id{{Scheme: "x509", ID: "CN=bob"}}, true},
+		{"other scheme, other id", []vocab.ACL{acl1(vocab.PermAll, "x509", "CN=bob")}, vocab.PermRead, []vocab.Id{{Scheme: "x509", ID: "CN=alice"}}, false},
+		{"world anyone after non-matching entries", []vocab.ACL{acl1(vocab.PermAll, "digest", aliceDigest), acl1(vocab.PermRead, "world", "anyone")}, vocab.PermRead, nil, true},
 	}
 	for _, tc := range tests {
 		if got := CheckACL(tc.acl, tc.perm, tc.ids); got != tc.want {
@@ -104,17 +107,17 @@ func TestCheckACL(t *testing.T) {
 }
 
 func TestCheckACLNoAlloc(t *testing.T) {
-	ids := []Id{ipCaller, bob}
-	cases := [][]ACL{
-		OpenACLUnsafe,
-		{acl1(PermRead, "digest", bobDigest)},
-		{acl1(PermRead, "ip", "10.0.0.0/8")},
-		{acl1(PermRead, "ip", "2001:db8::/32")},
+	ids := []vocab.Id{ipCaller, bob}
+	cases := [][]vocab.ACL{
+		vocab.OpenACLUnsafe,
+		{acl1(vocab.PermRead, "digest", bobDigest)},
+		{acl1(vocab.PermRead, "ip", "10.0.0.0/8")},
+		{acl1(vocab.PermRead, "ip", "2001:db8::/32")},
 	}
 	for _, acl := range cases {
 		allocs := testing.AllocsPerRun(100, func() {
-			CheckACL(acl, PermRead, ids)
-			CheckACL(acl, PermWrite, ids)
+			CheckACL(acl, vocab.PermRead, ids)
+			CheckACL(acl, vocab.PermWrite, ids)
 		})
 		if allocs != 0 {
 			t.Errorf("CheckACL(%v) allocates %v times", acl, allocs)
@@ -157,12 +160,12 @@ func TestParseAuthDigest(t *testing.T) {
 	for _, tc := range tests {
 		id, err := ParseAuthDigest(tc.auth)
 		if tc.want == "" {
-			if CodeOf(err) != AuthFailed {
+			if vocab.CodeOf(err) != vocab.AuthFailed {
 				t.Errorf("ParseAuthDigest(%q) = %v, %v; want AuthFailed", tc.auth, id, err)
 			}
 			continue
 		}
-		if err != nil || id != (Id{Scheme: "digest", ID: tc.want}) {
+		if err != nil || id != (vocab.Id{Scheme: "digest", ID: tc.want}) {
 			t.Errorf("ParseAuthDigest(%q) = %v, %v; want digest:%s", tc.auth, id, err, tc.want)
 		}
 	}
@@ -371,64 +374,64 @@ func TestJavaParseInt(t *testing.T) {
 }
 
 func TestFixupACL(t *testing.T) {
-	readAnyone := acl1(PermRead, "world", "anyone")
-	allBob := acl1(PermAll, "digest", bobDigest)
+	readAnyone := acl1(vocab.PermRead, "world", "anyone")
+	allBob := acl1(vocab.PermAll, "digest", bobDigest)
 	tests := []struct {
 		name string
-		acl  []ACL
-		ids  []Id
-		want []ACL // nil: InvalidACL
+		acl  []vocab.ACL
+		ids  []vocab.Id
+		want []vocab.ACL // nil: InvalidACL
 	}{
 		{"nil", nil, nil, nil},
-		{"empty", []ACL{}, []Id{bob}, nil},
-		{"open", OpenACLUnsafe, nil, OpenACLUnsafe},
-		{"read world", ReadACLUnsafe, nil, ReadACLUnsafe},
-		{"duplicates dropped, first kept", []ACL{readAnyone, allBob, readAnyone, allBob}, nil, []ACL{readAnyone, allBob}},
-		{"same id, other perms kept", []ACL{readAnyone, acl1(PermWrite, "world", "anyone")}, nil, []ACL{readAnyone, acl1(PermWrite, "world", "anyone")}},
-		{"world other id", []ACL{acl1(PermAll, "world", "everyone")}, nil, nil},
-		{"world is case-sensitive", []ACL{acl1(PermAll, "World", "anyone")}, nil, nil},
-		{"anyone is case-sensitive", []ACL{acl1(PermAll, "world", "Anyone")}, nil, nil},
+		{"empty", []vocab.ACL{}, []vocab.Id{bob}, nil},
+		{"open", vocab.OpenACLUnsafe, nil, vocab.OpenACLUnsafe},
+		{"read world", vocab.ReadACLUnsafe, nil, vocab.ReadACLUnsafe},
+		{"duplicates dropped, first kept", []vocab.ACL{readAnyone, allBob, readAnyone, allBob}, nil, []vocab.ACL{readAnyone, allBob}},
+		{"same id, other perms kept", []vocab.ACL{readAnyone, acl1(vocab.PermWrite, "world", "anyone")}, nil, []vocab.ACL{readAnyone, acl1(vocab.PermWrite, "world", "anyone")}},
+		{"world other id", []vocab.ACL{acl1(vocab.PermAll, "world", "everyone")}, nil, nil},
+		{"world is case-sensitive", []vocab.ACL{acl1(vocab.PermAll, "World", "anyone")}, nil, nil},
+		{"anyone is case-sensitive", []vocab.ACL{acl1(vocab.PermAll, "world", "Anyone")}, nil, nil},
 
-		{"auth expands to digest ids", CreatorAllACL, []Id{ipCaller, bob, superID, alice}, []ACL{allBob, acl1(PermAll, "digest", aliceDigest)}},
-		{"auth keeps its perms", []ACL{acl1(PermRead|PermAdmin, "auth", "")}, []Id{bob}, []ACL{acl1(PermRead|PermAdmin, "digest", bobDigest)}},
-		{"auth ignores its id", []ACL{acl1(PermAll, "auth", "whoever")}, []Id{bob}, []ACL{allBob}},
-		{"auth in place", []ACL{readAnyone, acl1(PermWrite, "auth", ""), acl1(PermRead, "ip", "10.0.0.0/8")}, []Id{bob},
-			[]ACL{readAnyone, acl1(PermWrite, "digest", bobDigest), acl1(PermRead, "ip", "10.0.0.0/8")}},
-		{"auth without ids", CreatorAllACL, nil, nil},
-		{"auth with only ip", CreatorAllACL, []Id{ipCaller}, nil},
-		{"auth with only super", CreatorAllACL, []Id{superID}, nil},
-		{"auth expansion is not deduplicated", []ACL{acl1(PermAll, "auth", ""), allBob}, []Id{bob}, []ACL{allBob, allBob}},
-		{"auth duplicates dropped before expansion", []ACL{acl1(PermAll, "auth", ""), acl1(PermAll, "auth", "")}, []Id{bob}, []ACL{allBob}},
+		{"auth expands to digest ids", vocab.CreatorAllACL, []vocab.Id{ipCaller, bob, superID, alice}, []vocab.ACL{allBob, acl1(vocab.PermAll, "digest", aliceDigest)}},
+		{"auth keeps its perms", []vocab.ACL{acl1(vocab.PermRead|vocab.PermAdmin, "auth", "")}, []vocab.Id{bob}, []vocab.ACL{acl1(vocab.PermRead|vocab.PermAdmin, "digest", bobDigest)}},
+		{"auth ignores its id", []vocab.ACL{acl1(vocab.PermAll, "auth", "whoever")}, []vocab.Id{bob}, []vocab.ACL{allBob}},
+		{"auth in place", []vocab.ACL{readAnyone, acl1(vocab.PermWrite, "auth", ""), acl1(vocab.PermRead, "ip", "10.0.0.0/8")}, []vocab.Id{bob},
+			[]vocab.ACL{readAnyone, acl1(vocab.PermWrite, "digest", bobDigest), acl1(vocab.PermRead, "ip", "10.0.0.0/8")}},
+		{"auth without ids", vocab.CreatorAllACL, nil, nil},
+		{"auth with only ip", vocab.CreatorAllACL, []vocab.Id{ipCaller}, nil},
+		{"auth with only super", vocab.CreatorAllACL, []vocab.Id{superID}, nil},
+		{"auth expansion is not deduplicated", []vocab.ACL{acl1(vocab.PermAll, "auth", ""), allBob}, []vocab.Id{bob}, []vocab.ACL{allBob, allBob}},
+		{"auth duplicates dropped before expansion", []vocab.ACL{acl1(vocab.PermAll, "auth", ""), acl1(vocab.PermAll, "auth", "")}, []vocab.Id{bob}, []vocab.ACL{allBob}},
 
-		{"digest", []ACL{allBob}, nil, []ACL{allBob}},
-		{"digest with empty user", []ACL{acl1(PermAll, "digest", ":h")}, nil, []ACL{acl1(PermAll, "digest", ":h")}},
-		{"digest without hash", []ACL{acl1(PermAll, "digest", "bob")}, nil, nil},
-		{"digest with two colons", []ACL{acl1(PermAll, "digest", "bob:h:x")}, nil, nil},
-		{"ip", []ACL{acl1(PermAll, "ip", "10.0.0.0/8")}, nil, []ACL{acl1(PermAll, "ip", "10.0.0.0/8")}},
-		{"ip v6", []ACL{acl1(PermAll, "ip", "2001:db8::/32")}, nil, []ACL{acl1(PermAll, "ip", "2001:db8::/32")}},
-		{"ip bad prefix", []ACL{acl1(PermAll, "ip", "10.0.0.0/33")}, nil, nil},
-		{"ip hostname", []ACL{acl1(PermAll, "ip", "localhost")}, nil, nil},
-		{"super scheme", []ACL{acl1(PermAll, "super", "")}, []Id{superID}, nil},
-		{"sasl scheme", []ACL{acl1(PermAll, "sasl", "bob")}, nil, []ACL{acl1(PermAll, "sasl", "bob")}},
-		{"sasl without a name", []ACL{acl1(PermAll, "sasl", "")}, nil, nil},
-		{"x509 scheme", []ACL{acl1(PermAll, "x509", "CN=bob")}, nil, []ACL{acl1(PermAll, "x509", "CN=bob")}},
-		{"empty scheme", []ACL{acl1(PermAll, "", "")}, nil, nil},
-		{"one bad entry spoils the list", []ACL{readAnyone, allBob, acl1(PermAll, "digest", "x")}, nil, nil},
-		{"invalid duplicate", []ACL{acl1(PermAll, "ip", "x"), acl1(PermAll, "ip", "x")}, nil, nil},
+		{"digest", []vocab.ACL{allBob}, nil, []vocab.ACL{allBob}},
+		{"digest with empty user", []vocab.ACL{acl1(vocab.PermAll, "digest", ":h")}, nil, []vocab.ACL{acl1(vocab.PermAll, "digest", ":h")}},
+		{"digest without hash", []vocab.ACL{acl1(vocab.PermAll, "digest", "bob")}, nil, nil},
+		{"digest with two colons", []vocab.ACL{acl1(vocab.PermAll, "digest", "bob:h:x")}, nil, nil},
+		{"ip", []vocab.ACL{acl1(vocab.PermAll, "ip", "10.0.0.0/8")}, nil, []vocab.ACL{acl1(vocab.PermAll, "ip", "10.0.0.0/8")}},
+		{"ip v6", []vocab.ACL{acl1(vocab.PermAll, "ip", "2001:db8::/32")}, nil, []vocab.ACL{acl1(vocab.PermAll, "ip", "2001:db8::/32")}},
+		{"ip bad prefix", []vocab.ACL{acl1(vocab.PermAll, "ip", "10.0.0.0/33")}, nil, nil},
+		{"ip hostname", []vocab.ACL{acl1(vocab.PermAll, "ip", "localhost")}, nil, nil},
+		{"super scheme", []vocab.ACL{acl1(vocab.PermAll, "super", "")}, []vocab.Id{superID}, nil},
+		{"sasl scheme", []vocab.ACL{acl1(vocab.PermAll, "sasl", "bob")}, nil, []vocab.ACL{acl1(vocab.PermAll, "sasl", "bob")}},
+		{"sasl without a name", []vocab.ACL{acl1(vocab.PermAll, "sasl", "")}, nil, nil},
+		{"x509 scheme", []vocab.ACL{acl1(vocab.PermAll, "x509", "CN=bob")}, nil, []vocab.ACL{acl1(vocab.PermAll, "x509", "CN=bob")}},
+		{"empty scheme", []vocab.ACL{acl1(vocab.PermAll, "", "")}, nil, nil},
+		{"one bad entry spoils the list", []vocab.ACL{readAnyone, allBob, acl1(vocab.PermAll, "digest", "x")}, nil, nil},
+		{"invalid duplicate", []vocab.ACL{acl1(vocab.PermAll, "ip", "x"), acl1(vocab.PermAll, "ip", "x")}, nil, nil},
 
-		{"perms 0 accepted", []ACL{acl1(0, "world", "anyone")}, nil, []ACL{acl1(0, "world", "anyone")}},
-		{"perms beyond PermAll accepted", []ACL{acl1(-1, "world", "anyone")}, nil, []ACL{acl1(-1, "world", "anyone")}},
-		{"perms high bit accepted", []ACL{acl1(1<<10, "digest", bobDigest)}, nil, []ACL{acl1(1<<10, "digest", bobDigest)}},
+		{"perms 0 accepted", []vocab.ACL{acl1(0, "world", "anyone")}, nil, []vocab.ACL{acl1(0, "world", "anyone")}},
+		{"perms beyond PermAll accepted", []vocab.ACL{acl1(-1, "world", "anyone")}, nil, []vocab.ACL{acl1(-1, "world", "anyone")}},
+		{"perms high bit accepted", []vocab.ACL{acl1(1<<10, "digest", bobDigest)}, nil, []vocab.ACL{acl1(1<<10, "digest", bobDigest)}},
 	}
 	for _, tc := range tests {
-		before := append([]ACL(nil), tc.acl...)
+		before := append([]vocab.ACL(nil), tc.acl...)
 		got, err := FixupACL(tc.acl, tc.ids)
 		if !slices.Equal(tc.acl, before) {
 			t.Errorf("%s: FixupACL modified its input", tc.name)
 		}
 		if tc.want == nil {
-			var e *Error
-			if !errors.As(err, &e) || e.Code != InvalidACL || e.Op != "" || e.Path != "" {
+			var e *vocab.Error
+			if !errors.As(err, &e) || e.Code != vocab.InvalidACL || e.Op != "" || e.Path != "" {
 				t.Errorf("%s: FixupACL(%v, %v) = %v, %v; want InvalidACL", tc.name, tc.acl, tc.ids, got, err)
 			}
 			if got != nil {
@@ -445,9 +448,9 @@ func TestFixupACL(t *testing.T) {
 func TestFixupACLLongList(t *testing.T) {
 	// Past the pairwise threshold duplicates go through a set; the result
 	// must be the same.
-	var acl, want []ACL
+	var acl, want []vocab.ACL
 	for i := range 40 {
-		a := acl1(PermRead, "ip", fmt.Sprintf("10.0.0.%d", i%25))
+		a := acl1(vocab.PermRead, "ip", fmt.Sprintf("10.0.0.%d", i%25))
 		acl = append(acl, a)
 		if i < 25 {
 			want = append(want, a)
@@ -463,9 +466,9 @@ func TestFixupACLLongList(t *testing.T) {
 }
 
 func TestFixupACLOpenNoAlloc(t *testing.T) {
-	ids := []Id{ipCaller, bob}
+	ids := []vocab.Id{ipCaller, bob}
 	allocs := testing.AllocsPerRun(100, func() {
-		got, err := FixupACL(OpenACLUnsafe, ids)
+		got, err := FixupACL(vocab.OpenACLUnsafe, ids)
 		if err != nil || len(got) != 1 {
 			t.Fatal("FixupACL(OpenACLUnsafe) failed")
 		}
@@ -479,19 +482,19 @@ func TestFixupACLOpenNoAlloc(t *testing.T) {
 }
 
 func TestRedactACL(t *testing.T) {
-	in := []ACL{
-		acl1(PermRead, "world", "anyone"),
-		acl1(PermAll, "digest", bobDigest),
-		acl1(PermRead, "ip", "10.0.0.0/8"),
-		acl1(PermWrite, "digest", "alice:abc:def"),
+	in := []vocab.ACL{
+		acl1(vocab.PermRead, "world", "anyone"),
+		acl1(vocab.PermAll, "digest", bobDigest),
+		acl1(vocab.PermRead, "ip", "10.0.0.0/8"),
+		acl1(vocab.PermWrite, "digest", "alice:abc:def"),
 	}
-	want := []ACL{
-		acl1(PermRead, "world", "anyone"),
-		acl1(PermAll, "digest", "bob:x"),
-		acl1(PermRead, "ip", "10.0.0.0/8"),
-		acl1(PermWrite, "digest", "alice:x"),
+	want := []vocab.ACL{
+		acl1(vocab.PermRead, "world", "anyone"),
+		acl1(vocab.PermAll, "digest", "bob:x"),
+		acl1(vocab.PermRead, "ip", "10.0.0.0/8"),
+		acl1(vocab.PermWrite, "digest", "alice:x"),
 	}
-	before := append([]ACL(nil), in...)
+	before := append([]vocab.ACL(nil), in...)
 	got := RedactACL(in)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("RedactACL = %v, want %v", got, want)
@@ -499,7 +502,7 @@ func TestRedactACL(t *testing.T) {
 	if !reflect.DeepEqual(in, before) {
 		t.Errorf("RedactACL modified its input")
 	}
-	if got := RedactACL(OpenACLUnsafe); &got[0] != &OpenACLUnsafe[0] {
+	if got := RedactACL(vocab.OpenACLUnsafe); &got[0] != &vocab.OpenACLUnsafe[0] {
 		t.Errorf("RedactACL without digest entries should return its input")
 	}
 	if got := RedactACL(nil); got != nil {
@@ -535,9 +538,9 @@ func TestRedactDigestID(t *testing.T) {
 }
 
 // decodeACLKey inverts aclKey; it exists to test that aclKey is injective.
-func decodeACLKey(key string) ([]ACL, error) {
+func decodeACLKey(key string) ([]vocab.ACL, error) {
 	tags := [...]string{"", "world", "digest", "ip", "auth", "super"}
-	var out []ACL
+	var out []vocab.ACL
 	b := []byte(key)
 	str := func() (string, error) {
 		n, k := binary.Uvarint(b)
@@ -557,7 +560,7 @@ func decodeACLKey(key string) ([]ACL, error) {
 		if len(b) == 0 || int(b[0]) >= len(tags) {
 			return nil, errors.New("bad scheme tag")
 		}
-		a := ACL{Perms: Perm(int32(uint32(p))), ID: Id{Scheme: tags[b[0]]}}
+		a := vocab.ACL{Perms: vocab.Perm(int32(uint32(p))), ID: vocab.Id{Scheme: tags[b[0]]}}
 		tag := b[0]
 		b = b[1:]
 		var err error
@@ -578,28 +581,28 @@ func decodeACLKey(key string) ([]ACL, error) {
 }
 
 func TestACLKey(t *testing.T) {
-	lists := [][]ACL{
+	lists := [][]vocab.ACL{
 		nil,
-		OpenACLUnsafe,
-		ReadACLUnsafe,
-		CreatorAllACL,
-		{acl1(PermAll, "world", "anyone"), acl1(PermAll, "world", "anyone")},
-		{acl1(PermAll, "digest", bobDigest)},
-		{acl1(PermAll, "digest", bobDigest), acl1(PermRead, "world", "anyone")},
-		{acl1(PermRead, "world", "anyone"), acl1(PermAll, "digest", bobDigest)},
-		{acl1(PermAll, "x509", "CN=bob")},
-		{acl1(PermAll, "x509C", "N=bob")},
-		{acl1(PermAll, "", "")},
-		{acl1(PermAll, "", ""), acl1(PermAll, "", "")},
+		vocab.OpenACLUnsafe,
+		vocab.ReadACLUnsafe,
+		vocab.CreatorAllACL,
+		{acl1(vocab.PermAll, "world", "anyone"), acl1(vocab.PermAll, "world", "anyone")},
+		{acl1(vocab.PermAll, "digest", bobDigest)},
+		{acl1(vocab.PermAll, "digest", bobDigest), acl1(vocab.PermRead, "world", "anyone")},
+		{acl1(vocab.PermRead, "world", "anyone"), acl1(vocab.PermAll, "digest", bobDigest)},
+		{acl1(vocab.PermAll, "x509", "CN=bob")},
+		{acl1(vocab.PermAll, "x509C", "N=bob")},
+		{acl1(vocab.PermAll, "", "")},
+		{acl1(vocab.PermAll, "", ""), acl1(vocab.PermAll, "", "")},
 		{acl1(0, "", "")},
 		{acl1(-1, "world", "anyone")},
 		{acl1(1<<31-1, "world", "anyone")},
 		{acl1(-1<<31, "world", "anyone")},
-		{acl1(PermAll, "ip", "10.0.0.0/8")},
-		{acl1(PermAll, "ip", "10.0.0.0/8\x1f\x01\x06anyone")},
-		{acl1(PermAll, "ip", "10.0.0.0/8"), acl1(PermAll, "world", "anyone")},
-		{acl1(PermAll, "super", ""), acl1(PermAll, "auth", "")},
-		{acl1(PermAll, "ip", strings.Repeat("x", 300))},
+		{acl1(vocab.PermAll, "ip", "10.0.0.0/8")},
+		{acl1(vocab.PermAll, "ip", "10.0.0.0/8\x1f\x01\x06anyone")},
+		{acl1(vocab.PermAll, "ip", "10.0.0.0/8"), acl1(vocab.PermAll, "world", "anyone")},
+		{acl1(vocab.PermAll, "super", ""), acl1(vocab.PermAll, "auth", "")},
+		{acl1(vocab.PermAll, "ip", strings.Repeat("x", 300))},
 	}
 	seen := map[string]int{}
 	for i, acl := range lists {
@@ -608,7 +611,7 @@ func TestACLKey(t *testing.T) {
 			t.Errorf("aclKey(%v) == aclKey(%v) = %q", acl, lists[j], key)
 		}
 		seen[key] = i
-		if key != aclKey(append([]ACL(nil), acl...)) {
+		if key != aclKey(append([]vocab.ACL(nil), acl...)) {
 			t.Errorf("aclKey(%v) depends on the slice, not its contents", acl)
 		}
 		back, err := decodeACLKey(key)
@@ -616,24 +619,24 @@ func TestACLKey(t *testing.T) {
 			t.Errorf("decodeACLKey(aclKey(%v)) = %v, %v", acl, back, err)
 		}
 	}
-	if aclKey([]ACL{}) != "" {
+	if aclKey([]vocab.ACL{}) != "" {
 		t.Errorf("aclKey of an empty list is not empty")
 	}
 	// The shortcut for OpenACLUnsafe must agree with the general encoding.
-	general := aclKey([]ACL{acl1(PermAll, "world", "anyone"), acl1(PermAll, "world", "anyone")})
+	general := aclKey([]vocab.ACL{acl1(vocab.PermAll, "world", "anyone"), acl1(vocab.PermAll, "world", "anyone")})
 	if general != openACLKey+openACLKey {
 		t.Errorf("general encoding of world:anyone = %q, want %q twice", general, openACLKey)
 	}
 }
 
 func FuzzACLKey(f *testing.F) {
-	f.Add(uint32(PermAll), "world", "anyone", uint32(PermRead), "digest", bobDigest, true)
+	f.Add(uint32(vocab.PermAll), "world", "anyone", uint32(vocab.PermRead), "digest", bobDigest, true)
 	f.Add(uint32(0), "", "", uint32(0xffffffff), "x509", "\x00\xff", false)
 	f.Add(uint32(31), "auth", "", uint32(31), "ip", "10.0.0.0/8", true)
 	f.Fuzz(func(t *testing.T, p1 uint32, s1, id1 string, p2 uint32, s2, id2 string, two bool) {
-		acl := []ACL{{Perms: Perm(int32(p1)), ID: Id{Scheme: s1, ID: id1}}}
+		acl := []vocab.ACL{{Perms: vocab.Perm(int32(p1)), ID: vocab.Id{Scheme: s1, ID: id1}}}
 		if two {
-			acl = append(acl, ACL{Perms: Perm(int32(p2)), ID: Id{Scheme: s2, ID: id2}})
+			acl = append(acl, vocab.ACL{Perms: vocab.Perm(int32(p2)), ID: vocab.Id{Scheme: s2, ID: id2}})
 		}
 		key := aclKey(acl)
 		back, err := decodeACLKey(key)
@@ -654,7 +657,7 @@ func FuzzIPACL(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, acl, caller string) {
 		ipMatches(caller, acl)
-		CheckACL([]ACL{acl1(PermRead, "ip", acl)}, PermRead, []Id{{Scheme: "ip", ID: caller}})
+		CheckACL([]vocab.ACL{acl1(vocab.PermRead, "ip", acl)}, vocab.PermRead, []vocab.Id{{Scheme: "ip", ID: caller}})
 		if !validIPACL(acl) {
 			if ipMatches(caller, acl) {
 				t.Fatalf("invalid %q matched %q", acl, caller)

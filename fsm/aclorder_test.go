@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"coord/vocab"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,15 +15,15 @@ import (
 
 // zkUsers turns user names into the ids a ZooKeeper connection from
 // 127.0.0.1 holds after addAuth("digest", user+":pw") for each, in order.
-func zkUsers(users []string) []Id {
-	ids := []Id{{Scheme: "ip", ID: "127.0.0.1"}}
+func zkUsers(users []string) []vocab.Id {
+	ids := []vocab.Id{{Scheme: "ip", ID: "127.0.0.1"}}
 	for _, u := range users {
-		ids = append(ids, Id{Scheme: "digest", ID: DigestID(u, "pw")})
+		ids = append(ids, vocab.Id{Scheme: "digest", ID: DigestID(u, "pw")})
 	}
 	return ids
 }
 
-func digestUsers(ids []Id) []string {
+func digestUsers(ids []vocab.Id) []string {
 	var out []string
 	for _, id := range ids {
 		if id.Scheme == "digest" {
@@ -75,7 +76,7 @@ func TestZKAuthOrder(t *testing.T) {
 			t.Errorf("%s:\n got %s\nwant %s", tc.name, users, tc.got)
 		}
 		// Through FixupACL, as a create with ACL auth:ALL.
-		acl, err := FixupACL(CreatorAllACL, ids)
+		acl, err := FixupACL(vocab.CreatorAllACL, ids)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -91,14 +92,14 @@ func TestZKAuthOrder(t *testing.T) {
 
 func TestZKAuthOrderRepeats(t *testing.T) {
 	a, b := zkUsers([]string{"alice"})[1], zkUsers([]string{"bob"})[1]
-	ip := Id{Scheme: "ip", ID: "127.0.0.1"}
-	if got := zkAuthOrder([]Id{ip, a, b, a, ip, b}); !slices.Equal(got, []Id{b, ip, a}) {
+	ip := vocab.Id{Scheme: "ip", ID: "127.0.0.1"}
+	if got := zkAuthOrder([]vocab.Id{ip, a, b, a, ip, b}); !slices.Equal(got, []vocab.Id{b, ip, a}) {
 		t.Errorf("repeats: %v", got)
 	}
 	// Long lists look repeats up in a map; the result is the same.
-	var many []Id
+	var many []vocab.Id
 	for i := range 40 {
-		many = append(many, Id{Scheme: "digest", ID: fmt.Sprintf("u%d:h", i%25)})
+		many = append(many, vocab.Id{Scheme: "digest", ID: fmt.Sprintf("u%d:h", i%25)})
 	}
 	if got, want := zkAuthOrder(many), zkAuthOrder(many[:25]); !slices.Equal(got, want) {
 		t.Errorf("40 ids with 15 repeats: %v, want %v", got, want)
@@ -127,39 +128,39 @@ func TestJavaStringHash(t *testing.T) {
 		}
 	}
 	// new Id("ip", "127.0.0.1").hashCode() with ZooKeeper 3.8.0's jute.
-	if got := javaIDHash(Id{Scheme: "ip", ID: "127.0.0.1"}); got != 1506146057 {
+	if got := javaIDHash(vocab.Id{Scheme: "ip", ID: "127.0.0.1"}); got != 1506146057 {
 		t.Errorf("javaIDHash(ip:127.0.0.1) = %d", got)
 	}
 }
 
 // What ZooKeeper 3.8.0 stored for each request (checked with getACL).
 func TestFixupACLKeepsZooKeeperOrder(t *testing.T) {
-	zed, amy := acl1(PermAll, "digest", DigestID("zed", "z")), acl1(PermRead|PermWrite, "digest", DigestID("amy", "a"))
-	wr, ww := acl1(PermRead, "world", "anyone"), acl1(PermWrite, "world", "anyone")
-	net8, host := acl1(PermRead, "ip", "10.0.0.0/8"), acl1(PermRead, "ip", "1.2.3.4")
+	zed, amy := acl1(vocab.PermAll, "digest", DigestID("zed", "z")), acl1(vocab.PermRead|vocab.PermWrite, "digest", DigestID("amy", "a"))
+	wr, ww := acl1(vocab.PermRead, "world", "anyone"), acl1(vocab.PermWrite, "world", "anyone")
+	net8, host := acl1(vocab.PermRead, "ip", "10.0.0.0/8"), acl1(vocab.PermRead, "ip", "1.2.3.4")
 	ids := zkUsers(strings.Fields("u5 u1 u9 u3 carol alice bob"))
-	expanded := func(p Perm) []ACL { // bob u9 u3 carol u5 u1 alice
-		var out []ACL
+	expanded := func(p vocab.Perm) []vocab.ACL { // bob u9 u3 carol u5 u1 alice
+		var out []vocab.ACL
 		for _, u := range strings.Fields("bob u9 u3 carol u5 u1 alice") {
 			out = append(out, acl1(p, "digest", DigestID(u, "pw")))
 		}
 		return out
 	}
-	u1 := acl1(PermAll, "digest", DigestID("u1", "pw"))
+	u1 := acl1(vocab.PermAll, "digest", DigestID("u1", "pw"))
 	tests := []struct {
 		name      string
-		acl, want []ACL
+		acl, want []vocab.ACL
 	}{
-		{"client order, not sorted", []ACL{net8, zed, wr, amy}, []ACL{net8, zed, wr, amy}},
-		{"duplicates dropped, first kept", []ACL{wr, zed, wr, ww, zed, host, wr}, []ACL{wr, zed, ww, host}},
-		{"auth in place", []ACL{wr, acl1(PermAll, "auth", ""), host},
-			slices.Concat([]ACL{wr}, expanded(PermAll), []ACL{host})},
-		{"auth then an equal digest: both kept", []ACL{acl1(PermAll, "auth", ""), u1},
-			append(expanded(PermAll), u1)},
-		{"an equal digest then auth: both kept", []ACL{u1, acl1(PermAll, "auth", "")},
-			append([]ACL{u1}, expanded(PermAll)...)},
-		{"auth twice with other perms", []ACL{acl1(PermRead, "auth", ""), wr, acl1(PermAll, "auth", ""), acl1(PermRead, "auth", "")},
-			slices.Concat(expanded(PermRead), []ACL{wr}, expanded(PermAll))},
+		{"client order, not sorted", []vocab.ACL{net8, zed, wr, amy}, []vocab.ACL{net8, zed, wr, amy}},
+		{"duplicates dropped, first kept", []vocab.ACL{wr, zed, wr, ww, zed, host, wr}, []vocab.ACL{wr, zed, ww, host}},
+		{"auth in place", []vocab.ACL{wr, acl1(vocab.PermAll, "auth", ""), host},
+			slices.Concat([]vocab.ACL{wr}, expanded(vocab.PermAll), []vocab.ACL{host})},
+		{"auth then an equal digest: both kept", []vocab.ACL{acl1(vocab.PermAll, "auth", ""), u1},
+			append(expanded(vocab.PermAll), u1)},
+		{"an equal digest then auth: both kept", []vocab.ACL{u1, acl1(vocab.PermAll, "auth", "")},
+			append([]vocab.ACL{u1}, expanded(vocab.PermAll)...)},
+		{"auth twice with other perms", []vocab.ACL{acl1(vocab.PermRead, "auth", ""), wr, acl1(vocab.PermAll, "auth", ""), acl1(vocab.PermRead, "auth", "")},
+			slices.Concat(expanded(vocab.PermRead), []vocab.ACL{wr}, expanded(vocab.PermAll))},
 	}
 	for _, tc := range tests {
 		got, err := FixupACL(tc.acl, ids)
@@ -172,44 +173,44 @@ func TestFixupACLKeepsZooKeeperOrder(t *testing.T) {
 // orderCommands are creates and setACLs with unsorted, repeated and "auth"
 // ACLs, and what getACL must show on each node afterwards (as ZooKeeper
 // 3.8.0 showed it).
-func orderCommands() ([]Command, map[string][]ACL) {
-	zed, amy := acl1(PermAll, "digest", DigestID("zed", "z")), acl1(PermRead|PermWrite, "digest", DigestID("amy", "a"))
-	wr, ww := acl1(PermRead, "world", "anyone"), acl1(PermWrite, "world", "anyone")
-	net8, host := acl1(PermRead, "ip", "10.0.0.0/8"), acl1(PermRead, "ip", "1.2.3.4")
-	auth := acl1(PermAll, "auth", "")
+func orderCommands() ([]Command, map[string][]vocab.ACL) {
+	zed, amy := acl1(vocab.PermAll, "digest", DigestID("zed", "z")), acl1(vocab.PermRead|vocab.PermWrite, "digest", DigestID("amy", "a"))
+	wr, ww := acl1(vocab.PermRead, "world", "anyone"), acl1(vocab.PermWrite, "world", "anyone")
+	net8, host := acl1(vocab.PermRead, "ip", "10.0.0.0/8"), acl1(vocab.PermRead, "ip", "1.2.3.4")
+	auth := acl1(vocab.PermAll, "auth", "")
 	ids := zkUsers(strings.Fields("u5 u1 u9 u3 carol alice bob"))
-	var exp []ACL
+	var exp []vocab.ACL
 	for _, u := range strings.Fields("bob u9 u3 carol u5 u1 alice") {
-		exp = append(exp, acl1(PermAll, "digest", DigestID(u, "pw")))
+		exp = append(exp, acl1(vocab.PermAll, "digest", DigestID(u, "pw")))
 	}
 	withAuth := func(c Command) Command { c.Auth = ids; return c }
 	cmds := []Command{
-		mkCreate("/unsorted", nil, ModePersistent, net8, zed, wr, amy),
+		mkCreate("/unsorted", nil, vocab.ModePersistent, net8, zed, wr, amy),
 		// The same entries in another order are another list.
-		mkCreate("/sorted", nil, ModePersistent, amy, net8, wr, zed),
-		mkCreate("/unsorted2", nil, ModePersistent, net8, zed, wr, amy),
-		mkCreate("/dups", nil, ModePersistent, wr, zed, wr, ww, zed, host, wr),
-		withAuth(mkCreate("/auth", nil, ModePersistent, wr, auth, host)),
-		withAuth(mkCreate("/authdup", nil, ModePersistent, auth, exp[5])),
-		mkCreate("/set", nil, ModePersistent),
-		withAuth(mkCreate("/setauth", nil, ModePersistent)),
+		mkCreate("/sorted", nil, vocab.ModePersistent, amy, net8, wr, zed),
+		mkCreate("/unsorted2", nil, vocab.ModePersistent, net8, zed, wr, amy),
+		mkCreate("/dups", nil, vocab.ModePersistent, wr, zed, wr, ww, zed, host, wr),
+		withAuth(mkCreate("/auth", nil, vocab.ModePersistent, wr, auth, host)),
+		withAuth(mkCreate("/authdup", nil, vocab.ModePersistent, auth, exp[5])),
+		mkCreate("/set", nil, vocab.ModePersistent),
+		withAuth(mkCreate("/setauth", nil, vocab.ModePersistent)),
 		withAuth(apSetACL("/set", 0, zed, wr, amy, wr, zed, net8)),
 		withAuth(apSetACL("/setauth", 0, amy, auth, ww, amy, auth)),
 	}
-	want := map[string][]ACL{
+	want := map[string][]vocab.ACL{
 		"/unsorted":  {net8, zed, wr, amy},
 		"/sorted":    {amy, net8, wr, zed},
 		"/unsorted2": {net8, zed, wr, amy},
 		"/dups":      {wr, zed, ww, host},
-		"/auth":      slices.Concat([]ACL{wr}, exp, []ACL{host}),
+		"/auth":      slices.Concat([]vocab.ACL{wr}, exp, []vocab.ACL{host}),
 		"/authdup":   append(slices.Clone(exp), exp[5]),
 		"/set":       {zed, wr, amy, net8},
-		"/setauth":   slices.Concat([]ACL{amy}, exp, []ACL{ww}),
+		"/setauth":   slices.Concat([]vocab.ACL{amy}, exp, []vocab.ACL{ww}),
 	}
 	return cmds, want
 }
 
-func checkACLs(t *testing.T, what string, v *View, want map[string][]ACL) {
+func checkACLs(t *testing.T, what string, v *View, want map[string][]vocab.ACL) {
 	t.Helper()
 	for _, p := range slices.Sorted(func(yield func(string) bool) {
 		for p := range want {
@@ -277,14 +278,14 @@ func TestACLOrderApplySnapshot(t *testing.T) {
 // An ACL record lists its entries in stored order, and restore keeps it
 // (here in a hand-built format 1 stream).
 func TestRestoreKeepsACLOrder(t *testing.T) {
-	zed, wr := acl1(PermAll, "digest", DigestID("zed", "z")), acl1(PermRead, "world", "anyone")
-	s := (&snapBuilder{}).header(1, 2, 1, 2, 0).acl(OpenACLUnsafe...).node("", 0, snapFields{}, nil, 1)
+	zed, wr := acl1(vocab.PermAll, "digest", DigestID("zed", "z")), acl1(vocab.PermRead, "world", "anyone")
+	s := (&snapBuilder{}).header(1, 2, 1, 2, 0).acl(vocab.OpenACLUnsafe...).node("", 0, snapFields{}, nil, 1)
 	s.acl(zed, wr).node("n", 1, snapFields{2, 2, 2}, nil, 0).end()
 	g := New()
 	if err := g.Restore(bytes.NewReader(snapFrame(s.b))); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, err := g.View().GetACL("/n", superAuth); err != nil || !slices.Equal(got, []ACL{zed, wr}) {
+	if got, _, err := g.View().GetACL("/n", superAuth); err != nil || !slices.Equal(got, []vocab.ACL{zed, wr}) {
 		t.Errorf("getACL /n = %v, %v", got, err)
 	}
 }

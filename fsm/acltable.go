@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"coord/vocab"
 	"slices"
 	"weak"
 )
@@ -9,13 +10,13 @@ import (
 // aclList (most share OpenACLUnsafe), as ZooKeeper's ACL cache does, so a
 // znode pays one pointer for its ACL.
 type aclList struct {
-	acls []ACL
+	acls []vocab.ACL
 	key  string // aclKey(acls): the identity used by interning and snapshots
 	open bool   // exactly OpenACLUnsafe: every check passes
 }
 
 // check reports whether ids may do perm on a node with this ACL.
-func (l *aclList) check(perm Perm, ids []Id) bool {
+func (l *aclList) check(perm vocab.Perm, ids []vocab.Id) bool {
 	return l.open || CheckACL(l.acls, perm, ids)
 }
 
@@ -31,12 +32,12 @@ type aclTable struct {
 
 func newACLTable() *aclTable {
 	t := &aclTable{byKey: make(map[string]weak.Pointer[aclList]), sweepNext: 64}
-	t.open = t.intern(OpenACLUnsafe)
+	t.open = t.intern(vocab.OpenACLUnsafe)
 	return t
 }
 
 // intern returns the shared aclList equal to acls.
-func (t *aclTable) intern(acls []ACL) *aclList {
+func (t *aclTable) intern(acls []vocab.ACL) *aclList {
 	if t.open != nil && IsOpenACL(acls) {
 		return t.open
 	}

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"coord/vocab"
 	"strings"
 )
 
@@ -22,17 +23,17 @@ type txn struct {
 
 // fire records a trigger; acl is the node's (or, for a child change, the
 // parent's) that decides who is told.
-func (t *txn) fire(path string, typ EventType, acl *aclList) {
+func (t *txn) fire(path string, typ vocab.EventType, acl *aclList) {
 	t.triggers = append(t.triggers, Trigger{Path: path, Type: typ, Zxid: t.zxid, ACL: acl.acls})
 }
 
 func (t *txn) createSession() (int64, error) {
 	id := t.zxid
 	if _, ok := t.s.sessions.Get(id); ok { // cannot happen: zxids are unique
-		return 0, &Error{Code: SystemError, Op: "createSession"}
+		return 0, &vocab.Error{Code: vocab.SystemError, Op: "createSession"}
 	}
 	if t.cmd.Timeout <= 0 {
-		return 0, &Error{Code: BadArguments, Op: "createSession"}
+		return 0, &vocab.Error{Code: vocab.BadArguments, Op: "createSession"}
 	}
 	t.s.sessions.Set(t.g, id, &session{
 		gen: t.g, id: id, timeout: t.cmd.Timeout, password: append([]byte(nil), t.cmd.Password...),
@@ -46,7 +47,7 @@ func (t *txn) createSession() (int64, error) {
 func (t *txn) attachSession() error {
 	sess, ok := t.s.sessions.Get(t.cmd.Session)
 	if !ok {
-		return &Error{Code: SessionExpired, Op: "attachSession"}
+		return &vocab.Error{Code: vocab.SessionExpired, Op: "attachSession"}
 	}
 	sess = sess.mut(t.g)
 	sess.owner = t.cmd.Owner
@@ -62,10 +63,10 @@ func (t *txn) closeSession() error {
 	id := t.cmd.Session
 	sess, ok := t.s.sessions.Get(id)
 	if !ok {
-		return &Error{Code: SessionExpired, Op: "closeSession"}
+		return &vocab.Error{Code: vocab.SessionExpired, Op: "closeSession"}
 	}
 	if t.cmd.Owner != "" && sess.owner != "" && t.cmd.Owner != sess.owner {
-		return &Error{Code: SessionMoved, Op: "closeSession"}
+		return &vocab.Error{Code: vocab.SessionMoved, Op: "closeSession"}
 	}
 	var paths []string
 	sess.ephemerals.Ascend(func(p string, _ struct{}) bool {
@@ -97,17 +98,17 @@ func (t *txn) multi() ([]OpResult, error) {
 		case CmdCreate, CmdDelete, CmdSetData, CmdCheck:
 			results[i], err = t.op(op)
 		default:
-			err = &Error{Code: BadArguments, Op: "multi", Path: op.Path}
+			err = &vocab.Error{Code: vocab.BadArguments, Op: "multi", Path: op.Path}
 		}
 		if err != nil {
 			*t.s = saved
 			t.triggers = nil
 			for j := range results {
-				results[j] = OpResult{Type: ops[j].Type, Code: OK}
+				results[j] = OpResult{Type: ops[j].Type, Code: vocab.OK}
 				if j == i {
-					results[j].Code = CodeOf(err)
+					results[j].Code = vocab.CodeOf(err)
 				} else if j > i {
-					results[j].Code = RuntimeInconsistency
+					results[j].Code = vocab.RuntimeInconsistency
 				}
 			}
 			return results, err
@@ -134,43 +135,45 @@ func (t *txn) op(op *Op) (OpResult, error) {
 		err = t.deleteContainer(op)
 	case CmdSetConfig:
 		if t.cmd.Type != CmdSetConfig { // never inside a multi
-			err = &Error{Code: BadArguments, Op: op.Type.String(), Path: op.Path}
+			err = &vocab.Error{Code: vocab.BadArguments, Op: op.Type.String(), Path: op.Path}
 			break
 		}
 		r.Stat, err = t.setConfig(op)
 	default:
-		err = &Error{Code: Unimplemented, Op: op.Type.String(), Path: op.Path}
+		err = &vocab.Error{Code: vocab.Unimplemented, Op: op.Type.String(), Path: op.Path}
 	}
-	r.Code = CodeOf(err)
+	r.Code = vocab.CodeOf(err)
 	return r, err
 }
 
-func (t *txn) create(op *Op) (string, Stat, error) {
-	fail := func(c Code, p string) (string, Stat, error) { return "", Stat{}, errf(c, "create", p) }
+func (t *txn) create(op *Op) (string, vocab.Stat, error) {
+	fail := func(c vocab.Code, p string) (string, vocab.Stat, error) {
+		return "", vocab.Stat{}, errf(c, "create", p)
+	}
 	mode := op.Mode
 	switch {
 	case !mode.Valid():
-		return fail(BadArguments, op.Path)
+		return fail(vocab.BadArguments, op.Path)
 	case mode.IsTTL() && (op.TTL <= 0 || op.TTL > MaxTTL):
-		return fail(BadArguments, op.Path)
+		return fail(vocab.BadArguments, op.Path)
 	case !mode.IsTTL() && op.TTL > 0:
-		return fail(BadArguments, op.Path)
+		return fail(vocab.BadArguments, op.Path)
 	case mode.IsEphemeral() && t.cmd.Session == 0:
-		return fail(BadArguments, op.Path)
+		return fail(vocab.BadArguments, op.Path)
 	case strings.IndexByte(op.Path, '/') < 0 || strings.IndexByte(op.Path, 0) >= 0:
-		return fail(BadArguments, op.Path)
+		return fail(vocab.BadArguments, op.Path)
 	}
 	acl, err := FixupACL(op.ACL, t.cmd.Auth)
 	if err != nil {
-		return fail(InvalidACL, op.Path)
+		return fail(vocab.InvalidACL, op.Path)
 	}
 	parentPath, name := splitPath(op.Path)
 	parent := t.s.lookup(parentPath)
 	if parent == nil {
-		return fail(NoNode, op.Path)
+		return fail(vocab.NoNode, op.Path)
 	}
-	if !parent.acl.check(PermCreate, t.cmd.Auth) {
-		return fail(NoAuth, op.Path)
+	if !parent.acl.check(vocab.PermCreate, t.cmd.Auth) {
+		return fail(vocab.NoAuth, op.Path)
 	}
 	path := op.Path
 	if mode.IsSequential() {
@@ -178,16 +181,16 @@ func (t *txn) create(op *Op) (string, Stat, error) {
 		path += sequenceSuffix(parent.cversion)
 	}
 	if err := ValidatePath(path); err != nil {
-		return fail(BadArguments, path)
+		return fail(vocab.BadArguments, path)
 	}
 	if _, exists := parent.kids.Get(name); exists || path == "/" {
-		return fail(NodeExists, path)
+		return fail(vocab.NodeExists, path)
 	}
 	if kind, _ := KindOfOwner(parent.owner); kind == OwnerSession {
-		return fail(NoChildrenForEphemerals, path)
+		return fail(vocab.NoChildrenForEphemerals, path)
 	}
 	if err := t.checkQuota("create", path, int64(len(op.Data)), 1); err != nil {
-		return "", Stat{}, err
+		return "", vocab.Stat{}, err
 	}
 
 	var owner int64
@@ -226,8 +229,8 @@ func (t *txn) create(op *Op) (string, Stat, error) {
 		t.quotaStatsCreated(parentPath)
 	}
 	t.quotaChanged(path, int64(len(n.data)), 1)
-	t.fire(path, EventNodeCreated, n.acl)
-	t.fire(parentPath, EventNodeChildrenChanged, p.acl)
+	t.fire(path, vocab.EventNodeCreated, n.acl)
+	t.fire(parentPath, vocab.EventNodeChildrenChanged, p.acl)
 	return path, st, nil
 }
 
@@ -235,7 +238,7 @@ func (t *txn) create(op *Op) (string, Stat, error) {
 // at the node, returning the parent path.
 func deleteTarget(path, op string) (string, error) {
 	if strings.IndexByte(path, '/') < 0 || strings.IndexByte(path, 0) >= 0 || isSpecialPath(path) {
-		return "", errf(BadArguments, op, path)
+		return "", errf(vocab.BadArguments, op, path)
 	}
 	parent, _ := splitPath(path)
 	return parent, nil
@@ -248,20 +251,20 @@ func (t *txn) delete(op *Op) error {
 	}
 	parent := t.s.lookup(parentPath)
 	if parent == nil {
-		return errf(NoNode, "delete", op.Path)
+		return errf(vocab.NoNode, "delete", op.Path)
 	}
-	if !parent.acl.check(PermDelete, t.cmd.Auth) {
-		return errf(NoAuth, "delete", op.Path)
+	if !parent.acl.check(vocab.PermDelete, t.cmd.Auth) {
+		return errf(vocab.NoAuth, "delete", op.Path)
 	}
 	n := t.s.lookup(op.Path)
 	if n == nil {
-		return errf(NoNode, "delete", op.Path)
+		return errf(vocab.NoNode, "delete", op.Path)
 	}
 	if op.Version != -1 && op.Version != n.version {
-		return errf(BadVersion, "delete", op.Path)
+		return errf(vocab.BadVersion, "delete", op.Path)
 	}
 	if n.kids.Len() > 0 {
-		return errf(NotEmpty, "delete", op.Path)
+		return errf(vocab.NotEmpty, "delete", op.Path)
 	}
 	t.removeNode(op.Path)
 	return nil
@@ -277,16 +280,16 @@ func (t *txn) deleteContainer(op *Op) error {
 	}
 	n := t.s.lookup(op.Path)
 	if n == nil {
-		return errf(NoNode, "deleteContainer", op.Path)
+		return errf(vocab.NoNode, "deleteContainer", op.Path)
 	}
 	if n.kids.Len() > 0 {
-		return errf(NotEmpty, "deleteContainer", op.Path)
+		return errf(vocab.NotEmpty, "deleteContainer", op.Path)
 	}
 	switch kind, ttl := KindOfOwner(n.owner); {
 	case kind == OwnerContainer:
 	case kind == OwnerTTL && t.cmd.Time-n.mtime > ttl:
 	default:
-		return errf(BadVersion, "deleteContainer", op.Path)
+		return errf(vocab.BadVersion, "deleteContainer", op.Path)
 	}
 	t.removeNode(op.Path)
 	return nil
@@ -314,8 +317,8 @@ func (t *txn) removeNode(path string) {
 			t.s.sessions.Set(t.g, n.owner, sess)
 		}
 	}
-	t.fire(path, EventNodeDeleted, n.acl)
-	t.fire(parentPath, EventNodeChildrenChanged, p.acl)
+	t.fire(path, vocab.EventNodeDeleted, n.acl)
+	t.fire(parentPath, vocab.EventNodeChildrenChanged, p.acl)
 }
 
 // nextVersion is ZooKeeper's checkAndIncVersion increment: it skips -1,
@@ -327,23 +330,23 @@ func nextVersion(v int32) int32 {
 	return v + 1
 }
 
-func (t *txn) setData(op *Op) (Stat, error) {
+func (t *txn) setData(op *Op) (vocab.Stat, error) {
 	if err := ValidatePath(op.Path); err != nil {
-		return Stat{}, errf(BadArguments, "setData", op.Path)
+		return vocab.Stat{}, errf(vocab.BadArguments, "setData", op.Path)
 	}
 	n := t.s.lookup(op.Path)
 	if n == nil {
-		return Stat{}, errf(NoNode, "setData", op.Path)
+		return vocab.Stat{}, errf(vocab.NoNode, "setData", op.Path)
 	}
-	if !n.acl.check(PermWrite, t.cmd.Auth) {
-		return Stat{}, errf(NoAuth, "setData", op.Path)
+	if !n.acl.check(vocab.PermWrite, t.cmd.Auth) {
+		return vocab.Stat{}, errf(vocab.NoAuth, "setData", op.Path)
 	}
 	// ZooKeeper checks the quota before the version.
 	if err := t.checkQuota("setData", op.Path, int64(len(op.Data)-len(n.data)), 0); err != nil {
-		return Stat{}, err
+		return vocab.Stat{}, err
 	}
 	if op.Version != -1 && op.Version != n.version {
-		return Stat{}, errf(BadVersion, "setData", op.Path)
+		return vocab.Stat{}, errf(vocab.BadVersion, "setData", op.Path)
 	}
 	old := len(n.data)
 	n = t.s.mutLookup(t.g, op.Path)
@@ -353,27 +356,27 @@ func (t *txn) setData(op *Op) (Stat, error) {
 	n.mzxid = t.zxid
 	st := n.stat()
 	t.quotaChanged(op.Path, int64(len(n.data)-old), 0)
-	t.fire(op.Path, EventNodeDataChanged, n.acl)
+	t.fire(op.Path, vocab.EventNodeDataChanged, n.acl)
 	return st, nil
 }
 
-func (t *txn) setACL(op *Op) (Stat, error) {
+func (t *txn) setACL(op *Op) (vocab.Stat, error) {
 	if err := ValidatePath(op.Path); err != nil {
-		return Stat{}, errf(BadArguments, "setACL", op.Path)
+		return vocab.Stat{}, errf(vocab.BadArguments, "setACL", op.Path)
 	}
 	acl, err := FixupACL(op.ACL, t.cmd.Auth)
 	if err != nil {
-		return Stat{}, errf(InvalidACL, "setACL", op.Path)
+		return vocab.Stat{}, errf(vocab.InvalidACL, "setACL", op.Path)
 	}
 	n := t.s.lookup(op.Path)
 	if n == nil {
-		return Stat{}, errf(NoNode, "setACL", op.Path)
+		return vocab.Stat{}, errf(vocab.NoNode, "setACL", op.Path)
 	}
-	if !n.acl.check(PermAdmin, t.cmd.Auth) {
-		return Stat{}, errf(NoAuth, "setACL", op.Path)
+	if !n.acl.check(vocab.PermAdmin, t.cmd.Auth) {
+		return vocab.Stat{}, errf(vocab.NoAuth, "setACL", op.Path)
 	}
 	if op.Version != -1 && op.Version != n.aversion {
-		return Stat{}, errf(BadVersion, "setACL", op.Path)
+		return vocab.Stat{}, errf(vocab.BadVersion, "setACL", op.Path)
 	}
 	n = t.s.mutLookup(t.g, op.Path)
 	n.acl = t.f.acls.intern(acl)
@@ -383,17 +386,17 @@ func (t *txn) setACL(op *Op) (Stat, error) {
 
 func (t *txn) check(op *Op) error {
 	if err := ValidatePath(op.Path); err != nil {
-		return errf(BadArguments, "check", op.Path)
+		return errf(vocab.BadArguments, "check", op.Path)
 	}
 	n := t.s.lookup(op.Path)
 	if n == nil {
-		return errf(NoNode, "check", op.Path)
+		return errf(vocab.NoNode, "check", op.Path)
 	}
-	if !n.acl.check(PermRead, t.cmd.Auth) {
-		return errf(NoAuth, "check", op.Path)
+	if !n.acl.check(vocab.PermRead, t.cmd.Auth) {
+		return errf(vocab.NoAuth, "check", op.Path)
 	}
 	if op.Version != -1 && op.Version != n.version {
-		return errf(BadVersion, "check", op.Path)
+		return errf(vocab.BadVersion, "check", op.Path)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"coord/vocab"
 	"slices"
 	"unicode/utf16"
 )
@@ -28,7 +29,7 @@ import (
 // connection's authInfo after adding them in the order given (the "ip" id
 // first, as ZooKeeper adds it when the connection opens, then each id as
 // authentication gives it). It is a pure function of ids.
-func zkAuthOrder(ids []Id) []Id {
+func zkAuthOrder(ids []vocab.Id) []vocab.Id {
 	if len(ids) <= 1 {
 		return ids
 	}
@@ -36,7 +37,7 @@ func zkAuthOrder(ids []Id) []Id {
 	for _, id := range ids {
 		m.put(id)
 	}
-	out := make([]Id, 0, m.size)
+	out := make([]vocab.Id, 0, m.size)
 	for i := range m.bins {
 		for _, e := range m.iter(i) {
 			out = append(out, e.id)
@@ -51,12 +52,12 @@ type chmSet struct {
 	tree    []bool       // bin i is a TreeBin
 	sizeCtl int          // resize when size reaches it
 	size    int
-	member  map[Id]struct{} // for long lists only; looked up, never iterated
+	member  map[vocab.Id]struct{} // for long lists only; looked up, never iterated
 }
 
 type chmEntry struct {
 	h  int32 // spread(hashCode), never negative
-	id Id
+	id vocab.Id
 }
 
 const (
@@ -65,7 +66,7 @@ const (
 	chmMinTreeifyCapacity = 64
 )
 
-func (m *chmSet) put(id Id) {
+func (m *chmSet) put(id vocab.Id) {
 	if m.bins == nil {
 		m.bins, m.tree, m.sizeCtl = make([][]chmEntry, 16), make([]bool, 16), 12
 	}
@@ -75,7 +76,7 @@ func (m *chmSet) put(id Id) {
 	if m.member != nil {
 		m.member[id] = struct{}{}
 	} else if m.size >= 16 {
-		m.member = make(map[Id]struct{}, 2*m.size)
+		m.member = make(map[vocab.Id]struct{}, 2*m.size)
 		for _, bin := range m.bins {
 			for _, e := range bin {
 				m.member[e.id] = struct{}{}
@@ -105,7 +106,7 @@ func (m *chmSet) put(id Id) {
 	}
 }
 
-func (m *chmSet) has(id Id) bool {
+func (m *chmSet) has(id vocab.Id) bool {
 	if m.member != nil {
 		_, ok := m.member[id]
 		return ok
@@ -201,7 +202,7 @@ func (m *chmSet) transfer() {
 }
 
 // javaIDHash is the jute-generated org.apache.zookeeper.data.Id.hashCode.
-func javaIDHash(id Id) int32 {
+func javaIDHash(id vocab.Id) int32 {
 	r := int32(17)
 	r = 37*r + javaStringHash(id.Scheme)
 	r = 37*r + javaStringHash(id.ID)

@@ -10,6 +10,7 @@ package fsm
 import (
 	"bufio"
 	"bytes"
+	"coord/vocab"
 	"fmt"
 	"io"
 	"os"
@@ -36,7 +37,7 @@ func benchPath(i int) string {
 func benchFSM(tb testing.TB) *FSM {
 	f := New()
 	mk := func(p string) {
-		r, _ := f.Apply(1, &Command{Type: CmdCreate, Time: 1, Op: Op{Type: CmdCreate, Path: p, ACL: OpenACLUnsafe}})
+		r, _ := f.Apply(1, &Command{Type: CmdCreate, Time: 1, Op: Op{Type: CmdCreate, Path: p, ACL: vocab.OpenACLUnsafe}})
 		if r.Err != nil {
 			tb.Fatal(r.Err)
 		}
@@ -52,7 +53,7 @@ func createCmds(from, n int) []Command {
 	cmds := make([]Command, n)
 	for i := range cmds {
 		cmds[i] = Command{Type: CmdCreate, Time: int64(i), Op: Op{
-			Type: CmdCreate, Path: benchPath(from + i), Data: benchData, ACL: OpenACLUnsafe}}
+			Type: CmdCreate, Path: benchPath(from + i), Data: benchData, ACL: vocab.OpenACLUnsafe}}
 	}
 	return cmds
 }

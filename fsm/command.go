@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"coord/vocab"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -56,7 +57,7 @@ type Command struct {
 	// duties). For CmdCloseSession it is the session to close.
 	Session int64
 	// Auth holds the caller's authenticated identities for ACL checks.
-	Auth []Id
+	Auth []vocab.Id
 	// Owner names the client connection that sent the command ("" for the
 	// leader's own duties). A session belongs to one connection at a time
 	// (set by createSession and attachSession); a client command from any
@@ -85,8 +86,8 @@ type Op struct {
 	Type    CmdType // CmdCreate, CmdDelete, CmdSetData, CmdSetACL, CmdCheck, CmdDeleteContainer
 	Path    string
 	Data    []byte
-	ACL     []ACL
-	Mode    CreateMode
+	ACL     []vocab.ACL
+	Mode    vocab.CreateMode
 	TTL     int64 // ms, for TTL modes only
 	Version int32 // expected version, -1 for any (delete, setData, setACL, check)
 }
@@ -235,9 +236,9 @@ func DecodeCommand(buf []byte) (*Command, error) {
 		c.EnforceQuota = flags&flagEnforceQuota != 0
 	}
 	if n := d.count(2); n > 0 {
-		c.Auth = make([]Id, n)
+		c.Auth = make([]vocab.Id, n)
 		for i := range c.Auth {
-			c.Auth[i] = Id{Scheme: d.string(), ID: d.string()}
+			c.Auth[i] = vocab.Id{Scheme: d.string(), ID: d.string()}
 		}
 	}
 	switch c.Type {
@@ -386,12 +387,12 @@ func (d *decoder) op(o *Op) {
 	o.Path = d.string()
 	o.Data = d.nullableBytes()
 	if n := d.count(3); n > 0 {
-		o.ACL = make([]ACL, n)
+		o.ACL = make([]vocab.ACL, n)
 		for i := range o.ACL {
-			o.ACL[i] = ACL{Perms: Perm(d.uint32()), ID: Id{Scheme: d.string(), ID: d.string()}}
+			o.ACL[i] = vocab.ACL{Perms: vocab.Perm(d.uint32()), ID: vocab.Id{Scheme: d.string(), ID: d.string()}}
 		}
 	}
-	o.Mode = CreateMode(d.uint32())
+	o.Mode = vocab.CreateMode(d.uint32())
 	o.TTL = d.varint()
 	o.Version = d.int32()
 }

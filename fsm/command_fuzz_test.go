@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"coord/vocab"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -24,30 +25,30 @@ func sampleCommands() []Command {
 		{Type: CmdAttachSession, Time: 9, Session: sid, Owner: "s2/17"},
 		{Type: CmdSetData, Session: sid, Owner: "s1/1", Op: Op{Type: CmdSetData, Path: "/a", Version: -1}},
 		{Type: CmdSetData, Session: sid, Owner: "s1/1", EnforceQuota: true, Op: Op{Type: CmdSetData, Path: "/a", Data: []byte("q"), Version: -1}},
-		{Type: CmdCreate, EnforceQuota: true, Op: Op{Type: CmdCreate, Path: "/q/a", ACL: OpenACLUnsafe}},
-		{Type: CmdCreate, Time: 1 << 62, Session: sid, Auth: []Id{digAlice, {Scheme: "ip", ID: "10.0.0.1"}},
-			Op: Op{Type: CmdCreate, Path: "/a", Data: []byte("x"), ACL: OpenACLUnsafe, Mode: ModeEphemeralSequential}},
-		{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/t/", Data: []byte{}, Mode: ModePersistentSequentialTTL, TTL: MaxTTL,
-			ACL: []ACL{{Perms: PermRead, ID: AnyoneID}, {Perms: PermAll, ID: digBob}, {Perms: math.MinInt32, ID: AuthIDs}}}},
-		{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/big", Data: bytes.Repeat([]byte{0xab}, oneMiB), ACL: OpenACLUnsafe}},
+		{Type: CmdCreate, EnforceQuota: true, Op: Op{Type: CmdCreate, Path: "/q/a", ACL: vocab.OpenACLUnsafe}},
+		{Type: CmdCreate, Time: 1 << 62, Session: sid, Auth: []vocab.Id{digAlice, {Scheme: "ip", ID: "10.0.0.1"}},
+			Op: Op{Type: CmdCreate, Path: "/a", Data: []byte("x"), ACL: vocab.OpenACLUnsafe, Mode: vocab.ModeEphemeralSequential}},
+		{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/t/", Data: []byte{}, Mode: vocab.ModePersistentSequentialTTL, TTL: MaxTTL,
+			ACL: []vocab.ACL{{Perms: vocab.PermRead, ID: vocab.AnyoneID}, {Perms: vocab.PermAll, ID: digBob}, {Perms: math.MinInt32, ID: vocab.AuthIDs}}}},
+		{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/big", Data: bytes.Repeat([]byte{0xab}, oneMiB), ACL: vocab.OpenACLUnsafe}},
 		{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/päth/ü", Mode: -1, TTL: math.MinInt64, Version: math.MinInt32}},
-		{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/c", ACL: OpenACLUnsafe, Mode: ModeContainer}},
+		{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/c", ACL: vocab.OpenACLUnsafe, Mode: vocab.ModeContainer}},
 		{Type: CmdDelete, Op: Op{Type: CmdDelete, Path: "/a", Version: -1}},
 		{Type: CmdDelete, Session: sid, Op: Op{Type: CmdDelete, Path: "/a", Version: math.MaxInt32}},
 		{Type: CmdSetData, Op: Op{Type: CmdSetData, Path: "/a", Data: []byte("new"), Version: 3}},
 		{Type: CmdSetData, Op: Op{Type: CmdSetData, Path: "/a", Version: -1}},
 		{Type: CmdSetData, Op: Op{Type: CmdSetData, Path: "/a", Data: []byte{}, Version: -1}},
-		{Type: CmdSetACL, Auth: []Id{digAlice}, Op: Op{Type: CmdSetACL, Path: "/a", ACL: CreatorAllACL, Version: 0}},
+		{Type: CmdSetACL, Auth: []vocab.Id{digAlice}, Op: Op{Type: CmdSetACL, Path: "/a", ACL: vocab.CreatorAllACL, Version: 0}},
 		{Type: CmdCheck, Op: Op{Type: CmdCheck, Path: "/a", Version: 2}},
 		{Type: CmdMulti},
 		{Type: CmdMulti, Ops: []Op{{Type: CmdDelete, Path: "/a", Version: -1}, {Type: CmdDelete, Path: "/b", Version: -1}}},
 		{Type: CmdMulti, Ops: []Op{{Type: CmdCheck}, {Type: CmdCheck}, {Type: CmdCheck}, {Type: CmdCheck}}},
-		{Type: CmdMulti, Session: sid, Auth: []Id{digBob}, Ops: []Op{
-			{Type: CmdCreate, Path: "/m", Data: []byte("1"), ACL: []ACL{{Perms: PermAll, ID: digBob}}, Mode: ModeEphemeral},
+		{Type: CmdMulti, Session: sid, Auth: []vocab.Id{digBob}, Ops: []Op{
+			{Type: CmdCreate, Path: "/m", Data: []byte("1"), ACL: []vocab.ACL{{Perms: vocab.PermAll, ID: digBob}}, Mode: vocab.ModeEphemeral},
 			{Type: CmdSetData, Path: "/m", Data: []byte("22"), Version: 0},
 			{Type: CmdCheck, Path: "/m", Version: 1},
 			{Type: CmdDelete, Path: "/m", Version: 1},
-			{Type: CmdSetACL, Path: "/m", ACL: OpenACLUnsafe, Version: -1},
+			{Type: CmdSetACL, Path: "/m", ACL: vocab.OpenACLUnsafe, Version: -1},
 			{Type: 200, Path: "/unknown op type", Data: []byte{}},
 		}},
 		{Type: CmdDeleteContainer, Time: 99, Op: Op{Type: CmdDeleteContainer, Path: "/c"}},
@@ -255,7 +256,7 @@ func allocatedBytes(runs int, fn func()) float64 {
 // error for the caller and no change at all, not even of the clock.
 func TestApplyEntryRejectsWithoutConsumingZxid(t *testing.T) {
 	f := New()
-	f.Apply(1, &Command{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/a", ACL: OpenACLUnsafe}})
+	f.Apply(1, &Command{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/a", ACL: vocab.OpenACLUnsafe}})
 	before, z := f.View().Digest(), f.LastZxid()
 	for _, in := range [][]byte{nil, {2}, cfHead(0), cfCat(cfHead(CmdCloseSession), cfZero)} {
 		r, trig, err := f.ApplyEntry(1, in)
@@ -275,8 +276,8 @@ func TestApplyUnknownType(t *testing.T) {
 	f := New()
 	dump := dumpView(f.View())
 	for _, typ := range []CmdType{0, cmdTypeEnd, 255} {
-		r, trig := f.Apply(1, &Command{Type: typ, Op: Op{Type: CmdCreate, Path: "/x", ACL: OpenACLUnsafe}})
-		if CodeOf(r.Err) != Unimplemented || r.Zxid != f.LastZxid() || len(trig) != 0 {
+		r, trig := f.Apply(1, &Command{Type: typ, Op: Op{Type: CmdCreate, Path: "/x", ACL: vocab.OpenACLUnsafe}})
+		if vocab.CodeOf(r.Err) != vocab.Unimplemented || r.Zxid != f.LastZxid() || len(trig) != 0 {
 			t.Errorf("Apply of type %d = %+v %v", typ, r, trig)
 		}
 	}
@@ -284,7 +285,7 @@ func TestApplyUnknownType(t *testing.T) {
 		t.Errorf("unknown commands changed the tree:\n%s", got)
 	}
 	r, _ := f.Apply(1, &Command{Type: 42, Session: 0x9999})
-	if CodeOf(r.Err) != SessionExpired {
+	if vocab.CodeOf(r.Err) != vocab.SessionExpired {
 		t.Errorf("unknown type from an unknown session: %v, want SessionExpired (checked first)", r.Err)
 	}
 }
@@ -359,16 +360,16 @@ func fuzzFixture() (*FSM, int64) {
 	r, _ := f.Apply(1, &Command{Type: CmdCreateSession, Time: 1000, Timeout: 5000, Password: []byte("pw")})
 	sid := r.SessionID
 	for _, o := range []Op{
-		{Path: "/a", Data: []byte("a"), ACL: OpenACLUnsafe},
-		{Path: "/a/b", Data: []byte{}, ACL: OpenACLUnsafe},
-		{Path: "/a/e", ACL: OpenACLUnsafe, Mode: ModeEphemeral},
-		{Path: "/a-c", ACL: OpenACLUnsafe, Mode: ModeEphemeral},
-		{Path: "/c", ACL: OpenACLUnsafe, Mode: ModeContainer},
-		{Path: "/c/k", ACL: OpenACLUnsafe},
-		{Path: "/t", ACL: OpenACLUnsafe, Mode: ModePersistentTTL, TTL: 10},
-		{Path: "/d", Data: []byte("secret"), ACL: []ACL{{Perms: PermAll, ID: digAlice}}},
-		{Path: "/s", ACL: OpenACLUnsafe},
-		{Path: "/s/", ACL: OpenACLUnsafe, Mode: ModePersistentSequential},
+		{Path: "/a", Data: []byte("a"), ACL: vocab.OpenACLUnsafe},
+		{Path: "/a/b", Data: []byte{}, ACL: vocab.OpenACLUnsafe},
+		{Path: "/a/e", ACL: vocab.OpenACLUnsafe, Mode: vocab.ModeEphemeral},
+		{Path: "/a-c", ACL: vocab.OpenACLUnsafe, Mode: vocab.ModeEphemeral},
+		{Path: "/c", ACL: vocab.OpenACLUnsafe, Mode: vocab.ModeContainer},
+		{Path: "/c/k", ACL: vocab.OpenACLUnsafe},
+		{Path: "/t", ACL: vocab.OpenACLUnsafe, Mode: vocab.ModePersistentTTL, TTL: 10},
+		{Path: "/d", Data: []byte("secret"), ACL: []vocab.ACL{{Perms: vocab.PermAll, ID: digAlice}}},
+		{Path: "/s", ACL: vocab.OpenACLUnsafe},
+		{Path: "/s/", ACL: vocab.OpenACLUnsafe, Mode: vocab.ModePersistentSequential},
 	} {
 		o.Type = CmdCreate
 		if r, _ := f.Apply(1, &Command{Type: CmdCreate, Time: 1000, Session: sid, Op: o}); r.Err != nil {
@@ -404,10 +405,10 @@ func FuzzApply(f *testing.F) {
 	for _, c := range []Command{
 		{Type: CmdDelete, Op: Op{Type: CmdDelete, Path: "/a-c", Version: -1}},
 		{Type: CmdDeleteContainer, Time: 5000, Op: Op{Type: CmdDeleteContainer, Path: "/t"}},
-		{Type: CmdMulti, Session: sid, Ops: []Op{{Type: CmdDelete, Path: "/c/k", Version: -1}, {Type: CmdCreate, Path: "/a/e/x", ACL: OpenACLUnsafe}}},
-		{Type: CmdMulti, Ops: []Op{{Type: CmdCreate, Path: "/s/", Mode: ModePersistentSequential, ACL: OpenACLUnsafe}, {Type: CmdCheck, Path: "/a", Version: 0}}},
-		{Type: CmdSetACL, Auth: []Id{digAlice}, Op: Op{Type: CmdSetACL, Path: "/d", ACL: CreatorAllACL, Version: 0}},
-		{Type: CmdCreate, Session: sid, Op: Op{Type: CmdCreate, Path: "/a-c-2", Mode: ModeEphemeral, ACL: OpenACLUnsafe}},
+		{Type: CmdMulti, Session: sid, Ops: []Op{{Type: CmdDelete, Path: "/c/k", Version: -1}, {Type: CmdCreate, Path: "/a/e/x", ACL: vocab.OpenACLUnsafe}}},
+		{Type: CmdMulti, Ops: []Op{{Type: CmdCreate, Path: "/s/", Mode: vocab.ModePersistentSequential, ACL: vocab.OpenACLUnsafe}, {Type: CmdCheck, Path: "/a", Version: 0}}},
+		{Type: CmdSetACL, Auth: []vocab.Id{digAlice}, Op: Op{Type: CmdSetACL, Path: "/d", ACL: vocab.CreatorAllACL, Version: 0}},
+		{Type: CmdCreate, Session: sid, Op: Op{Type: CmdCreate, Path: "/a-c-2", Mode: vocab.ModeEphemeral, ACL: vocab.OpenACLUnsafe}},
 	} {
 		f.Add(uint8(2), c.Encode(nil))
 	}
@@ -431,7 +432,7 @@ func FuzzApply(f *testing.F) {
 			t.Fatalf("stale view after %s: view at %v, applied %v", describeCmd(c), v.LastZxid(), r.Zxid)
 		}
 		if r.Err != nil {
-			if _, ok := r.Err.(*Error); !ok || CodeOf(r.Err) == OK || len(trig) != 0 {
+			if _, ok := r.Err.(*vocab.Error); !ok || vocab.CodeOf(r.Err) == vocab.OK || len(trig) != 0 {
 				t.Fatalf("failed %s: err %#v, triggers %v", describeCmd(c), r.Err, trig)
 			}
 			if got := dumpView(v); got != beforeDump {

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"coord/vocab"
 	"fmt"
 	"sort"
 	"sync"
@@ -19,16 +20,16 @@ func TestViewFreshAfterEveryCommand(t *testing.T) {
 	f := New()
 	sid := mustApply(t, f, 1, Command{Type: CmdCreateSession, Timeout: 1000}).SessionID
 	cmds := []Command{
-		mkCreate("/a", nil, ModePersistent),
-		{Type: CmdMulti, Ops: []Op{{Type: CmdCreate, Path: "/m", ACL: OpenACLUnsafe}}},
-		{Type: CmdMulti, Ops: []Op{{Type: CmdCreate, Path: "/n", ACL: OpenACLUnsafe}, {Type: CmdDelete, Path: "/missing", Version: -1}}},
+		mkCreate("/a", nil, vocab.ModePersistent),
+		{Type: CmdMulti, Ops: []Op{{Type: CmdCreate, Path: "/m", ACL: vocab.OpenACLUnsafe}}},
+		{Type: CmdMulti, Ops: []Op{{Type: CmdCreate, Path: "/n", ACL: vocab.OpenACLUnsafe}, {Type: CmdDelete, Path: "/missing", Version: -1}}},
 		{Type: CmdMulti},
 		{Type: CmdSetData, Op: Op{Type: CmdSetData, Path: "/a", Data: []byte("x"), Version: -1}},
 		{Type: CmdDelete, Op: Op{Type: CmdDelete, Path: "/missing", Version: -1}},
-		as(sid, mkCreate("/e", nil, ModeEphemeral)),
+		as(sid, mkCreate("/e", nil, vocab.ModeEphemeral)),
 		{Type: CmdCloseSession, Session: sid},
 		{Type: 0},
-		{Type: CmdMulti, Ops: []Op{{Type: CmdCreate, Path: "/o", ACL: OpenACLUnsafe}}},
+		{Type: CmdMulti, Ops: []Op{{Type: CmdCreate, Path: "/o", ACL: vocab.OpenACLUnsafe}}},
 	}
 	for _, c := range cmds {
 		before := f.View()
@@ -72,8 +73,8 @@ func TestConcurrentReadersSeeWholeCommands(t *testing.T) {
 		maxReads = 20000
 	)
 	f := New()
-	mustApply(t, f, 1, mkCreate("/x", nil, ModePersistent))
-	setup := mustApply(t, f, 1, mkCreate("/y", nil, ModePersistent))
+	mustApply(t, f, 1, mkCreate("/x", nil, vocab.ModePersistent))
+	setup := mustApply(t, f, 1, mkCreate("/y", nil, vocab.ModePersistent))
 
 	// The writer's log: zxid and /x's child count after each command.
 	type entry struct {
@@ -101,8 +102,8 @@ func TestConcurrentReadersSeeWholeCommands(t *testing.T) {
 					dup = "/nope/x"
 				}
 				c = Command{Type: CmdMulti, Ops: []Op{
-					{Type: CmdCreate, Path: fmt.Sprintf("/x/f%d", i), ACL: OpenACLUnsafe},
-					{Type: CmdCreate, Path: dup, ACL: OpenACLUnsafe},
+					{Type: CmdCreate, Path: fmt.Sprintf("/x/f%d", i), ACL: vocab.OpenACLUnsafe},
+					{Type: CmdCreate, Path: dup, ACL: vocab.OpenACLUnsafe},
 				}}
 			case 5:
 				c = Command{Type: CmdMulti, Ops: []Op{
@@ -111,8 +112,8 @@ func TestConcurrentReadersSeeWholeCommands(t *testing.T) {
 				}}
 			default:
 				c = Command{Type: CmdMulti, Ops: []Op{
-					{Type: CmdCreate, Path: fmt.Sprintf("/x/%d", n), ACL: OpenACLUnsafe, Data: []byte("x")},
-					{Type: CmdCreate, Path: fmt.Sprintf("/y/%d", n), ACL: OpenACLUnsafe, Data: []byte("y")},
+					{Type: CmdCreate, Path: fmt.Sprintf("/x/%d", n), ACL: vocab.OpenACLUnsafe, Data: []byte("x")},
+					{Type: CmdCreate, Path: fmt.Sprintf("/y/%d", n), ACL: vocab.OpenACLUnsafe, Data: []byte("y")},
 				}}
 			}
 			r, _ := f.Apply(term, &c)
@@ -249,7 +250,7 @@ func TestViewsSurviveLaterWrites(t *testing.T) {
 		views = append(views, kept{v, dumpView(v), v.Digest()})
 	}
 	for i := 0; i < 40; i++ {
-		mustApply(t, f, 1, mkCreate(fmt.Sprintf("/n%02d", i), []byte{byte(i)}, ModePersistent))
+		mustApply(t, f, 1, mkCreate(fmt.Sprintf("/n%02d", i), []byte{byte(i)}, vocab.ModePersistent))
 	}
 	take()
 	for i := 0; i < 40; i += 2 {
@@ -257,17 +258,17 @@ func TestViewsSurviveLaterWrites(t *testing.T) {
 	}
 	take()
 	mustApply(t, f, 2, Command{Type: CmdMulti, Ops: []Op{
-		{Type: CmdCreate, Path: "/n00", ACL: OpenACLUnsafe, Data: []byte("again")},
+		{Type: CmdCreate, Path: "/n00", ACL: vocab.OpenACLUnsafe, Data: []byte("again")},
 		{Type: CmdSetData, Path: "/n01", Data: []byte("changed"), Version: -1},
 	}})
 	take()
 	src := New()
-	mustApply(t, src, 9, mkCreate("/elsewhere", nil, ModePersistent))
+	mustApply(t, src, 9, mkCreate("/elsewhere", nil, vocab.ModePersistent))
 	if err := f.Restore(bytes.NewReader(snapshotBytes(t, src.View()))); err != nil {
 		t.Fatal(err)
 	}
 	take()
-	mustApply(t, f, 9, mkCreate("/later", nil, ModePersistent))
+	mustApply(t, f, 9, mkCreate("/later", nil, vocab.ModePersistent))
 	for i, kv := range views {
 		if kv.v.Digest() != kv.d || dumpView(kv.v) != kv.dump {
 			t.Errorf("view %d changed after later writes", i)

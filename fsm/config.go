@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"coord/vocab"
 	"strconv"
 )
 
@@ -15,7 +16,7 @@ import (
 
 // ConfigVersion is the version of the configuration a /zookeeper/config
 // Stat shows: the zxid of the command that last wrote it (0 before any).
-func ConfigVersion(st Stat) int64 { return st.Mzxid }
+func ConfigVersion(st vocab.Stat) int64 { return st.Mzxid }
 
 // ConfigLines returns the membership lines of /zookeeper/config data,
 // without its version line.
@@ -30,13 +31,13 @@ func ConfigLines(data []byte) []byte {
 // setData would (version, mzxid, mtime, NodeDataChanged), if the config's
 // version is op.TTL (or op.TTL is -1): reconfig's fromConfig check. It
 // checks no ACL: the server that proposes it checked the caller's.
-func (t *txn) setConfig(op *Op) (Stat, error) {
+func (t *txn) setConfig(op *Op) (vocab.Stat, error) {
 	if op.Path != configPath {
-		return Stat{}, errf(BadArguments, "reconfig", op.Path)
+		return vocab.Stat{}, errf(vocab.BadArguments, "reconfig", op.Path)
 	}
 	n := t.s.lookup(configPath)
 	if op.TTL != -1 && op.TTL != n.mzxid {
-		return Stat{}, errf(BadVersion, "reconfig", op.Path)
+		return vocab.Stat{}, errf(vocab.BadVersion, "reconfig", op.Path)
 	}
 	data := make([]byte, 0, len(op.Data)+24)
 	data = append(data, op.Data...)
@@ -50,6 +51,6 @@ func (t *txn) setConfig(op *Op) (Stat, error) {
 	n.mzxid = t.zxid
 	st := n.stat()
 	t.quotaChanged(configPath, int64(len(n.data)-old), 0)
-	t.fire(configPath, EventNodeDataChanged, n.acl)
+	t.fire(configPath, vocab.EventNodeDataChanged, n.acl)
 	return st, nil
 }

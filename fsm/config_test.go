@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"coord/vocab"
 	"fmt"
 	"testing"
 )
@@ -36,11 +37,11 @@ func TestSetConfig(t *testing.T) {
 	if !bytes.Equal(ConfigLines(data), lines) {
 		t.Fatalf("ConfigLines = %q", ConfigLines(data))
 	}
-	if len(trig) != 1 || trig[0].Path != "/zookeeper/config" || trig[0].Type != EventNodeDataChanged {
+	if len(trig) != 1 || trig[0].Path != "/zookeeper/config" || trig[0].Type != vocab.EventNodeDataChanged {
 		t.Fatalf("triggers = %+v", trig)
 	}
 	// A stale fromConfig: BadVersion, nothing changes.
-	if res2, _ := setCfg([]byte("x\n"), 0); CodeOf(res2.Err) != BadVersion {
+	if res2, _ := setCfg([]byte("x\n"), 0); vocab.CodeOf(res2.Err) != vocab.BadVersion {
 		t.Fatalf("stale version: %v, want BadVersion", res2.Err)
 	}
 	if res3, _ := setCfg([]byte("y\n"), int64(res.Zxid)); res3.Err != nil {
@@ -55,11 +56,11 @@ func TestSetConfig(t *testing.T) {
 	}
 	// Another path: BadArguments. In a multi: BadArguments.
 	bad, _ := f.Apply(1, &Command{Type: CmdSetConfig, Op: Op{Type: CmdSetConfig, Path: "/a", TTL: -1}})
-	if CodeOf(bad.Err) != BadArguments {
+	if vocab.CodeOf(bad.Err) != vocab.BadArguments {
 		t.Fatalf("other path: %v", bad.Err)
 	}
 	m, _ := f.Apply(1, &Command{Type: CmdMulti, Ops: []Op{{Type: CmdSetConfig, Path: "/zookeeper/config", TTL: -1}}})
-	if CodeOf(m.Err) != BadArguments {
+	if vocab.CodeOf(m.Err) != vocab.BadArguments {
 		t.Fatalf("in multi: %v", m.Err)
 	}
 	// A snapshot carries it.

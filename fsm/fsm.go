@@ -3,6 +3,7 @@ package fsm
 import (
 	"sync"
 
+	"coord/vocab"
 	"coord/zxid"
 )
 
@@ -36,7 +37,7 @@ type Result struct {
 	Zxid      zxid.Zxid
 	Err       error
 	Path      string     // create: the created path (with its sequence suffix)
-	Stat      Stat       // create, setData, setACL: the node's new Stat
+	Stat      vocab.Stat // create, setData, setACL: the node's new Stat
 	SessionID int64      // createSession: the new session's id
 	Multi     []OpResult // multi: one result per op
 }
@@ -46,9 +47,9 @@ type Result struct {
 // after it RuntimeInconsistency, as ZooKeeper reports them.
 type OpResult struct {
 	Type CmdType
-	Code Code
+	Code vocab.Code
 	Path string
-	Stat Stat
+	Stat vocab.Stat
 }
 
 // Apply applies one committed command from raft term term, returning its
@@ -65,11 +66,11 @@ func (f *FSM) Apply(term uint64, c *Command) (Result, []Trigger) {
 	if c.Session != 0 && c.Type != CmdCreateSession && c.Type != CmdCloseSession && c.Type != CmdAttachSession {
 		sess, ok := f.s.sessions.Get(c.Session)
 		if !ok {
-			res.Err = &Error{Code: SessionExpired, Op: c.Type.String()}
+			res.Err = &vocab.Error{Code: vocab.SessionExpired, Op: c.Type.String()}
 			return res, nil
 		}
 		if c.Owner != "" && sess.owner != "" && c.Owner != sess.owner {
-			res.Err = &Error{Code: SessionMoved, Op: c.Type.String()}
+			res.Err = &vocab.Error{Code: vocab.SessionMoved, Op: c.Type.String()}
 			return res, nil
 		}
 	}
@@ -87,7 +88,7 @@ func (f *FSM) Apply(term uint64, c *Command) (Result, []Trigger) {
 		r, res.Err = t.op(&c.Op)
 		res.Path, res.Stat = r.Path, r.Stat
 	default:
-		res.Err = &Error{Code: Unimplemented, Op: c.Type.String()}
+		res.Err = &vocab.Error{Code: vocab.Unimplemented, Op: c.Type.String()}
 	}
 	return res, t.triggers
 }

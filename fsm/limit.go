@@ -1,5 +1,7 @@
 package fsm
 
+import "coord/vocab"
+
 // The size of a znode's data is limited by each server before a command
 // reaches the log (ZooKeeper's jute.maxbuffer is also a per-server setting),
 // never at apply: a limit is local configuration, and apply depends only on
@@ -19,7 +21,7 @@ func RefuseOversize(cmd *Command, max int) (Result, bool) {
 	switch cmd.Type {
 	case CmdCreate, CmdSetData:
 		if oversize(&cmd.Op) {
-			return Result{Err: errf(BadArguments, cmd.Type.String(), cmd.Op.Path)}, true
+			return Result{Err: errf(vocab.BadArguments, cmd.Type.String(), cmd.Op.Path)}, true
 		}
 	case CmdMulti:
 		for i := range cmd.Ops {
@@ -28,14 +30,14 @@ func RefuseOversize(cmd *Command, max int) (Result, bool) {
 			}
 			results := make([]OpResult, len(cmd.Ops))
 			for j := range results {
-				results[j] = OpResult{Type: cmd.Ops[j].Type, Code: OK}
+				results[j] = OpResult{Type: cmd.Ops[j].Type, Code: vocab.OK}
 				if j == i {
-					results[j].Code = BadArguments
+					results[j].Code = vocab.BadArguments
 				} else if j > i {
-					results[j].Code = RuntimeInconsistency
+					results[j].Code = vocab.RuntimeInconsistency
 				}
 			}
-			return Result{Err: &Error{Code: BadArguments, Op: "multi", Path: cmd.Ops[i].Path}, Multi: results}, true
+			return Result{Err: &vocab.Error{Code: vocab.BadArguments, Op: "multi", Path: cmd.Ops[i].Path}, Multi: results}, true
 		}
 	}
 	return Result{}, false

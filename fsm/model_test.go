@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"coord/vocab"
 	"flag"
 	"fmt"
 	"math"
@@ -38,7 +39,7 @@ var fsmLongFlag = flag.Bool("fsm.long", false, "run the long randomized fsm test
 func fsmLongTests() bool { return *fsmLongFlag || os.Getenv("FSM_LONG") != "" }
 
 // superAuth reads everything whatever the ACL.
-var superAuth = []Id{{Scheme: "super", ID: ""}}
+var superAuth = []vocab.Id{{Scheme: "super", ID: ""}}
 
 // zkConfigAversion is the aclVersion of /zookeeper/config in a fresh
 // ZooKeeper: DataTree.addConfigNode sets its ACL with setACL(configZookeeper,
@@ -51,15 +52,15 @@ const zkConfigAversion = -1
 
 type refNode struct {
 	data []byte
-	acl  []ACL
-	st   Stat // as ZooKeeper stores it (StatPersisted); see stat
+	acl  []vocab.ACL
+	st   vocab.Stat // as ZooKeeper stores it (StatPersisted); see stat
 	kids map[string]bool
 }
 
 // stat is the Stat a client sees, DataNode.copyStat: the stored cversion
 // counts child creates, the reported one creates and deletes
 // (2*cversion - numChildren); only a session's ephemeral reports its owner.
-func (n *refNode) stat() Stat {
+func (n *refNode) stat() vocab.Stat {
 	s := n.st
 	s.DataLength = int32(len(n.data))
 	s.NumChildren = int32(len(n.kids))
@@ -86,8 +87,8 @@ type refModel struct {
 }
 
 var (
-	refOpen     = []ACL{{Perms: PermAll, ID: Id{Scheme: "world", ID: "anyone"}}}
-	refReadOnly = []ACL{{Perms: PermRead, ID: Id{Scheme: "world", ID: "anyone"}}}
+	refOpen     = []vocab.ACL{{Perms: vocab.PermAll, ID: vocab.Id{Scheme: "world", ID: "anyone"}}}
+	refReadOnly = []vocab.ACL{{Perms: vocab.PermRead, ID: vocab.Id{Scheme: "world", ID: "anyone"}}}
 )
 
 const (
@@ -104,7 +105,7 @@ func newRefModel(maxData int) *refModel {
 	m.nodes["/zookeeper"] = &refNode{data: []byte{}, acl: refOpen, kids: map[string]bool{"quota": true, "config": true}}
 	m.nodes["/zookeeper/quota"] = &refNode{data: []byte{}, acl: refOpen, kids: map[string]bool{}}
 	m.nodes["/zookeeper/config"] = &refNode{data: []byte{}, acl: refReadOnly, kids: map[string]bool{},
-		st: Stat{Aversion: zkConfigAversion}}
+		st: vocab.Stat{Aversion: zkConfigAversion}}
 	return m
 }
 
@@ -177,9 +178,9 @@ func refKeys[K interface{ ~int64 | ~string }, V any](mp map[K]V) []K {
 
 type refResult struct {
 	zxid      int64
-	code      Code
+	code      vocab.Code
 	path      string
-	stat      Stat
+	stat      vocab.Stat
 	sessionID int64
 	multi     []OpResult
 	triggers  []Trigger
@@ -192,7 +193,7 @@ type refTxn struct {
 	triggers []Trigger
 }
 
-func (tx *refTxn) fire(p string, typ EventType, acl []ACL) {
+func (tx *refTxn) fire(p string, typ vocab.EventType, acl []vocab.ACL) {
 	tx.triggers = append(tx.triggers, Trigger{Path: p, Type: typ, Zxid: tx.zxid, ACL: acl})
 }
 
@@ -200,13 +201,13 @@ func (m *refModel) apply(term uint64, c *Command) refResult {
 	r := refResult{zxid: m.nextZxid(term)}
 	tx := &refTxn{m: m, c: c, zxid: r.zxid}
 	if c.Session != 0 && c.Type != CmdCreateSession && c.Type != CmdCloseSession && m.sessions[c.Session] == nil {
-		r.code = SessionExpired
+		r.code = vocab.SessionExpired
 		return r
 	}
 	switch c.Type {
 	case CmdCreateSession:
 		if c.Timeout <= 0 {
-			r.code = BadArguments
+			r.code = vocab.BadArguments
 			return r
 		}
 		m.sessions[r.zxid] = &refSession{timeout: c.Timeout, password: bytes.Clone(c.Password), eph: map[string]bool{}}
@@ -214,7 +215,7 @@ func (m *refModel) apply(term uint64, c *Command) refResult {
 	case CmdCloseSession:
 		s := m.sessions[c.Session]
 		if s == nil {
-			r.code = SessionExpired
+			r.code = vocab.SessionExpired
 			return r
 		}
 		for _, p := range refKeys(s.eph) {
@@ -231,9 +232,9 @@ func (m *refModel) apply(term uint64, c *Command) refResult {
 			case CmdCreate, CmdDelete, CmdSetData, CmdCheck:
 				res = tx.op(op)
 			default:
-				res = OpResult{Type: op.Type, Code: BadArguments}
+				res = OpResult{Type: op.Type, Code: vocab.BadArguments}
 			}
-			if res.Code != OK {
+			if res.Code != vocab.OK {
 				*m = *saved
 				tx.triggers = nil
 				for j := range r.multi {
@@ -242,7 +243,7 @@ func (m *refModel) apply(term uint64, c *Command) refResult {
 					case j == i:
 						r.multi[j].Code = res.Code
 					case j > i:
-						r.multi[j].Code = RuntimeInconsistency
+						r.multi[j].Code = vocab.RuntimeInconsistency
 					}
 				}
 				r.code = res.Code
@@ -254,7 +255,7 @@ func (m *refModel) apply(term uint64, c *Command) refResult {
 		res := tx.op(&c.Op)
 		r.code, r.path, r.stat = res.Code, res.Path, res.Stat
 	default:
-		r.code = Unimplemented
+		r.code = vocab.Unimplemented
 	}
 	r.triggers = tx.triggers
 	return r
@@ -276,10 +277,10 @@ func (tx *refTxn) op(op *Op) OpResult {
 	case CmdDeleteContainer:
 		r.Code = tx.deleteContainer(op)
 	default:
-		r.Code = Unimplemented
+		r.Code = vocab.Unimplemented
 	}
-	if r.Code != OK {
-		r.Path, r.Stat = "", Stat{}
+	if r.Code != vocab.OK {
+		r.Path, r.Stat = "", vocab.Stat{}
 	}
 	return r
 }
@@ -330,11 +331,11 @@ func refNextVersion(v int32) int32 {
 // entries (the generator makes no ip entries). "auth" expands in the order
 // of ZooKeeper's id set, zkAuthOrder (checked against ZooKeeper itself in
 // TestZKAuthOrder).
-func refFixupACL(acl []ACL, auth []Id) ([]ACL, bool) {
+func refFixupACL(acl []vocab.ACL, auth []vocab.Id) ([]vocab.ACL, bool) {
 	if len(acl) == 0 {
 		return nil, false
 	}
-	var out []ACL
+	var out []vocab.ACL
 	for i, a := range acl {
 		if slices.Contains(acl[:i], a) {
 			continue
@@ -349,7 +350,7 @@ func refFixupACL(acl []ACL, auth []Id) ([]ACL, bool) {
 			n := 0
 			for _, id := range zkAuthOrder(auth) {
 				if id.Scheme == "digest" {
-					out = append(out, ACL{Perms: a.Perms, ID: id})
+					out = append(out, vocab.ACL{Perms: a.Perms, ID: id})
 					n++
 				}
 			}
@@ -372,7 +373,7 @@ func refFixupACL(acl []ACL, auth []Id) ([]ACL, bool) {
 	return out, true
 }
 
-func refCheckACL(acl []ACL, perm Perm, auth []Id) bool {
+func refCheckACL(acl []vocab.ACL, perm vocab.Perm, auth []vocab.Id) bool {
 	if len(acl) == 0 {
 		return true
 	}
@@ -411,30 +412,30 @@ func refIsTTLOwner(owner int64) bool {
 // path, the ACL, the parent and its CREATE permission, the sequential suffix
 // from the parent's cversion, the full path, NodeExists, and last an
 // ephemeral parent.
-func (tx *refTxn) create(op *Op) (string, Stat, Code) {
+func (tx *refTxn) create(op *Op) (string, vocab.Stat, vocab.Code) {
 	m, mode := tx.m, op.Mode
-	isTTL := mode == ModePersistentTTL || mode == ModePersistentSequentialTTL
-	isSeq := mode == ModePersistentSequential || mode == ModeEphemeralSequential || mode == ModePersistentSequentialTTL
-	isEph := mode == ModeEphemeral || mode == ModeEphemeralSequential
+	isTTL := mode == vocab.ModePersistentTTL || mode == vocab.ModePersistentSequentialTTL
+	isSeq := mode == vocab.ModePersistentSequential || mode == vocab.ModeEphemeralSequential || mode == vocab.ModePersistentSequentialTTL
+	isEph := mode == vocab.ModeEphemeral || mode == vocab.ModeEphemeralSequential
 	switch {
 	case mode < 0 || mode > 6,
 		isTTL && (op.TTL <= 0 || op.TTL > refMaxTTL),
 		!isTTL && op.TTL > 0,
 		isEph && tx.c.Session == 0,
 		!strings.Contains(op.Path, "/") || strings.Contains(op.Path, "\x00"):
-		return "", Stat{}, BadArguments
+		return "", vocab.Stat{}, vocab.BadArguments
 	}
 	acl, ok := refFixupACL(op.ACL, tx.c.Auth)
 	if !ok {
-		return "", Stat{}, InvalidACL
+		return "", vocab.Stat{}, vocab.InvalidACL
 	}
 	parentPath, name := refSplit(op.Path)
 	parent := m.nodes[parentPath]
 	if parent == nil {
-		return "", Stat{}, NoNode
+		return "", vocab.Stat{}, vocab.NoNode
 	}
-	if !refCheckACL(parent.acl, PermCreate, tx.c.Auth) {
-		return "", Stat{}, NoAuth
+	if !refCheckACL(parent.acl, vocab.PermCreate, tx.c.Auth) {
+		return "", vocab.Stat{}, vocab.NoAuth
 	}
 	p := op.Path
 	if isSeq {
@@ -443,24 +444,24 @@ func (tx *refTxn) create(op *Op) (string, Stat, Code) {
 		name += suffix
 	}
 	if !refPathOK(p) {
-		return "", Stat{}, BadArguments
+		return "", vocab.Stat{}, vocab.BadArguments
 	}
 	if m.nodes[p] != nil {
-		return "", Stat{}, NodeExists
+		return "", vocab.Stat{}, vocab.NodeExists
 	}
 	if parent.st.EphemeralOwner > 0 {
-		return "", Stat{}, NoChildrenForEphemerals
+		return "", vocab.Stat{}, vocab.NoChildrenForEphemerals
 	}
 	var owner int64
 	switch {
-	case mode == ModeContainer:
+	case mode == vocab.ModeContainer:
 		owner = refContainerOwner
 	case isTTL:
 		owner = ^int64(0)<<56 | op.TTL
 	case isEph:
 		owner = tx.c.Session
 	}
-	n := &refNode{data: bytes.Clone(op.Data), acl: acl, kids: map[string]bool{}, st: Stat{
+	n := &refNode{data: bytes.Clone(op.Data), acl: acl, kids: map[string]bool{}, st: vocab.Stat{
 		Czxid: tx.zxid, Mzxid: tx.zxid, Pzxid: tx.zxid, Ctime: tx.c.Time, Mtime: tx.c.Time, EphemeralOwner: owner,
 	}}
 	m.nodes[p] = n
@@ -470,35 +471,35 @@ func (tx *refTxn) create(op *Op) (string, Stat, Code) {
 	if isEph {
 		m.sessions[owner].eph[p] = true
 	}
-	tx.fire(p, EventNodeCreated, n.acl)
-	tx.fire(parentPath, EventNodeChildrenChanged, parent.acl)
-	return p, n.stat(), OK
+	tx.fire(p, vocab.EventNodeCreated, n.acl)
+	tx.fire(parentPath, vocab.EventNodeChildrenChanged, parent.acl)
+	return p, n.stat(), vocab.OK
 }
 
-func (tx *refTxn) delete(op *Op) Code {
+func (tx *refTxn) delete(op *Op) vocab.Code {
 	m, p := tx.m, op.Path
 	if !strings.Contains(p, "/") || strings.Contains(p, "\x00") || refIsSpecial(p) {
-		return BadArguments
+		return vocab.BadArguments
 	}
 	parentPath, _ := refSplit(p)
 	parent := m.nodes[parentPath]
 	if parent == nil {
-		return NoNode
+		return vocab.NoNode
 	}
-	if !refCheckACL(parent.acl, PermDelete, tx.c.Auth) {
-		return NoAuth
+	if !refCheckACL(parent.acl, vocab.PermDelete, tx.c.Auth) {
+		return vocab.NoAuth
 	}
 	n := m.nodes[p]
 	switch {
 	case n == nil:
-		return NoNode
+		return vocab.NoNode
 	case !refVersionOK(op.Version, n.st.Version):
-		return BadVersion
+		return vocab.BadVersion
 	case len(n.kids) > 0:
-		return NotEmpty
+		return vocab.NotEmpty
 	}
 	tx.remove(p)
-	return OK
+	return vocab.OK
 }
 
 // remove deletes an existing leaf: the parent's pzxid only moves forward and
@@ -516,92 +517,92 @@ func (tx *refTxn) remove(p string) {
 	if owner := n.st.EphemeralOwner; owner > 0 && m.sessions[owner] != nil {
 		delete(m.sessions[owner].eph, p)
 	}
-	tx.fire(p, EventNodeDeleted, n.acl)
-	tx.fire(parentPath, EventNodeChildrenChanged, parent.acl)
+	tx.fire(p, vocab.EventNodeDeleted, n.acl)
+	tx.fire(parentPath, vocab.EventNodeChildrenChanged, parent.acl)
 }
 
-func (tx *refTxn) setData(op *Op) (Stat, Code) {
+func (tx *refTxn) setData(op *Op) (vocab.Stat, vocab.Code) {
 	m := tx.m
 	if !refPathOK(op.Path) {
-		return Stat{}, BadArguments
+		return vocab.Stat{}, vocab.BadArguments
 	}
 	n := m.nodes[op.Path]
 	switch {
 	case n == nil:
-		return Stat{}, NoNode
-	case !refCheckACL(n.acl, PermWrite, tx.c.Auth):
-		return Stat{}, NoAuth
+		return vocab.Stat{}, vocab.NoNode
+	case !refCheckACL(n.acl, vocab.PermWrite, tx.c.Auth):
+		return vocab.Stat{}, vocab.NoAuth
 	case !refVersionOK(op.Version, n.st.Version):
-		return Stat{}, BadVersion
+		return vocab.Stat{}, vocab.BadVersion
 	}
 	n.data = bytes.Clone(op.Data)
 	n.st.Version = refNextVersion(n.st.Version)
 	n.st.Mtime = tx.c.Time
 	n.st.Mzxid = tx.zxid
-	tx.fire(op.Path, EventNodeDataChanged, n.acl)
-	return n.stat(), OK
+	tx.fire(op.Path, vocab.EventNodeDataChanged, n.acl)
+	return n.stat(), vocab.OK
 }
 
-func (tx *refTxn) setACL(op *Op) (Stat, Code) {
+func (tx *refTxn) setACL(op *Op) (vocab.Stat, vocab.Code) {
 	m := tx.m
 	if !refPathOK(op.Path) {
-		return Stat{}, BadArguments
+		return vocab.Stat{}, vocab.BadArguments
 	}
 	acl, ok := refFixupACL(op.ACL, tx.c.Auth)
 	if !ok {
-		return Stat{}, InvalidACL
+		return vocab.Stat{}, vocab.InvalidACL
 	}
 	n := m.nodes[op.Path]
 	switch {
 	case n == nil:
-		return Stat{}, NoNode
-	case !refCheckACL(n.acl, PermAdmin, tx.c.Auth):
-		return Stat{}, NoAuth
+		return vocab.Stat{}, vocab.NoNode
+	case !refCheckACL(n.acl, vocab.PermAdmin, tx.c.Auth):
+		return vocab.Stat{}, vocab.NoAuth
 	case !refVersionOK(op.Version, n.st.Aversion):
-		return Stat{}, BadVersion
+		return vocab.Stat{}, vocab.BadVersion
 	}
 	n.acl = acl
 	n.st.Aversion = refNextVersion(n.st.Aversion)
-	return n.stat(), OK
+	return n.stat(), vocab.OK
 }
 
-func (tx *refTxn) check(op *Op) Code {
+func (tx *refTxn) check(op *Op) vocab.Code {
 	if !refPathOK(op.Path) {
-		return BadArguments
+		return vocab.BadArguments
 	}
 	n := tx.m.nodes[op.Path]
 	switch {
 	case n == nil:
-		return NoNode
-	case !refCheckACL(n.acl, PermRead, tx.c.Auth):
-		return NoAuth
+		return vocab.NoNode
+	case !refCheckACL(n.acl, vocab.PermRead, tx.c.Auth):
+		return vocab.NoAuth
 	case !refVersionOK(op.Version, n.st.Version):
-		return BadVersion
+		return vocab.BadVersion
 	}
-	return OK
+	return vocab.OK
 }
 
 // deleteContainer: coord's documented rule (doc.go): an empty container, or
 // an empty TTL node whose ttl has passed since its mtime by the command's
 // time; any other node is BadVersion.
-func (tx *refTxn) deleteContainer(op *Op) Code {
+func (tx *refTxn) deleteContainer(op *Op) vocab.Code {
 	p := op.Path
 	if !strings.Contains(p, "/") || strings.Contains(p, "\x00") || refIsSpecial(p) {
-		return BadArguments
+		return vocab.BadArguments
 	}
 	n := tx.m.nodes[p]
 	switch {
 	case n == nil:
-		return NoNode
+		return vocab.NoNode
 	case len(n.kids) > 0:
-		return NotEmpty
+		return vocab.NotEmpty
 	case n.st.EphemeralOwner == refContainerOwner:
 	case refIsTTLOwner(n.st.EphemeralOwner) && tx.c.Time-n.st.Mtime > n.st.EphemeralOwner&refMaxTTL:
 	default:
-		return BadVersion
+		return vocab.BadVersion
 	}
 	tx.remove(p)
-	return OK
+	return vocab.OK
 }
 
 // containerCandidates: empty containers that have had a child.
@@ -642,8 +643,8 @@ type cmdGen struct {
 }
 
 var (
-	digAlice = Id{Scheme: "digest", ID: DigestID("alice", "pw")}
-	digBob   = Id{Scheme: "digest", ID: DigestID("bob", "pw")}
+	digAlice = vocab.Id{Scheme: "digest", ID: DigestID("alice", "pw")}
+	digBob   = vocab.Id{Scheme: "digest", ID: DigestID("bob", "pw")}
 )
 
 func newCmdGen(seed uint64, m *refModel) *cmdGen {
@@ -756,47 +757,47 @@ func (g *cmdGen) data() []byte {
 	}
 }
 
-func (g *cmdGen) acl() []ACL {
+func (g *cmdGen) acl() []vocab.ACL {
 	switch x := g.r.IntN(100); {
 	case x < 55:
-		return OpenACLUnsafe
+		return vocab.OpenACLUnsafe
 	case x < 60:
-		return ReadACLUnsafe
+		return vocab.ReadACLUnsafe
 	case x < 68:
-		return CreatorAllACL
+		return vocab.CreatorAllACL
 	case x < 76:
-		return []ACL{{Perms: PermAll, ID: digAlice}}
+		return []vocab.ACL{{Perms: vocab.PermAll, ID: digAlice}}
 	case x < 81:
-		return []ACL{{Perms: PermRead | PermCreate, ID: digBob}, {Perms: PermRead, ID: AnyoneID}}
+		return []vocab.ACL{{Perms: vocab.PermRead | vocab.PermCreate, ID: digBob}, {Perms: vocab.PermRead, ID: vocab.AnyoneID}}
 	case x < 85:
-		return []ACL{{Perms: PermAll, ID: AnyoneID}, {Perms: PermAll, ID: AnyoneID}} // a duplicate: fixed up to open
+		return []vocab.ACL{{Perms: vocab.PermAll, ID: vocab.AnyoneID}, {Perms: vocab.PermAll, ID: vocab.AnyoneID}} // a duplicate: fixed up to open
 	case x < 88:
-		return []ACL{{Perms: PermAdmin | PermDelete, ID: digAlice}, {Perms: PermRead, ID: AuthIDs}}
+		return []vocab.ACL{{Perms: vocab.PermAdmin | vocab.PermDelete, ID: digAlice}, {Perms: vocab.PermRead, ID: vocab.AuthIDs}}
 	case x < 91:
 		return nil
 	case x < 94:
-		return []ACL{{Perms: PermAll, ID: Id{Scheme: "world", ID: "nobody"}}}
+		return []vocab.ACL{{Perms: vocab.PermAll, ID: vocab.Id{Scheme: "world", ID: "nobody"}}}
 	case x < 97:
-		return []ACL{{Perms: PermAll, ID: Id{Scheme: "digest", ID: "nocolon"}}}
+		return []vocab.ACL{{Perms: vocab.PermAll, ID: vocab.Id{Scheme: "digest", ID: "nocolon"}}}
 	default:
-		return []ACL{{Perms: PermAll, ID: Id{Scheme: "foo", ID: "bar"}}}
+		return []vocab.ACL{{Perms: vocab.PermAll, ID: vocab.Id{Scheme: "foo", ID: "bar"}}}
 	}
 }
 
-func (g *cmdGen) auth() []Id {
+func (g *cmdGen) auth() []vocab.Id {
 	switch x := g.r.IntN(100); {
 	case x < 55:
 		return nil
 	case x < 72:
-		return []Id{digAlice}
+		return []vocab.Id{digAlice}
 	case x < 82:
-		return []Id{digBob}
+		return []vocab.Id{digBob}
 	case x < 88:
-		return []Id{digAlice, digBob}
+		return []vocab.Id{digAlice, digBob}
 	case x < 94:
 		return superAuth
 	default:
-		return []Id{{Scheme: "ip", ID: "10.0.0.1"}}
+		return []vocab.Id{{Scheme: "ip", ID: "10.0.0.1"}}
 	}
 }
 
@@ -839,13 +840,13 @@ func (g *cmdGen) version(p string, acl bool) int32 {
 }
 
 func (g *cmdGen) createOp() Op {
-	modes := []CreateMode{
-		ModePersistent, ModePersistent, ModePersistent, ModePersistent, ModePersistent, ModePersistent,
-		ModeEphemeral, ModeEphemeral, ModeEphemeral,
-		ModePersistentSequential, ModePersistentSequential, ModePersistentSequential,
-		ModeEphemeralSequential, ModeEphemeralSequential,
-		ModeContainer, ModeContainer,
-		ModePersistentTTL, ModePersistentTTL, ModePersistentSequentialTTL,
+	modes := []vocab.CreateMode{
+		vocab.ModePersistent, vocab.ModePersistent, vocab.ModePersistent, vocab.ModePersistent, vocab.ModePersistent, vocab.ModePersistent,
+		vocab.ModeEphemeral, vocab.ModeEphemeral, vocab.ModeEphemeral,
+		vocab.ModePersistentSequential, vocab.ModePersistentSequential, vocab.ModePersistentSequential,
+		vocab.ModeEphemeralSequential, vocab.ModeEphemeralSequential,
+		vocab.ModeContainer, vocab.ModeContainer,
+		vocab.ModePersistentTTL, vocab.ModePersistentTTL, vocab.ModePersistentSequentialTTL,
 		7, -1,
 	}
 	op := Op{Type: CmdCreate, Mode: genPick(g, modes), Data: g.data(), ACL: g.acl()}
@@ -896,7 +897,7 @@ func (g *cmdGen) multiOps() []Op {
 		// A chain that can succeed: create, set, check, maybe delete.
 		p := g.createPath(false)
 		ops := []Op{
-			{Type: CmdCreate, Path: p, ACL: OpenACLUnsafe, Data: []byte("c")},
+			{Type: CmdCreate, Path: p, ACL: vocab.OpenACLUnsafe, Data: []byte("c")},
 			{Type: CmdSetData, Path: p, Data: []byte("s"), Version: 0},
 			{Type: CmdCheck, Path: p, Version: 1},
 		}
@@ -1072,8 +1073,8 @@ func checkAgainstModel(got Result, gotT []Trigger, want refResult) error {
 	switch {
 	case int64(got.Zxid) != want.zxid:
 		return fmt.Errorf("zxid %v, model %#x", got.Zxid, want.zxid)
-	case CodeOf(got.Err) != want.code:
-		return fmt.Errorf("error %v (code %d), model code %d (%v)", got.Err, CodeOf(got.Err), want.code, want.code)
+	case vocab.CodeOf(got.Err) != want.code:
+		return fmt.Errorf("error %v (code %d), model code %d (%v)", got.Err, vocab.CodeOf(got.Err), want.code, want.code)
 	case got.Err != nil && !isFSMError(got.Err):
 		return fmt.Errorf("error %#v is not an *Error", got.Err)
 	case got.Path != want.path:
@@ -1091,7 +1092,7 @@ func checkAgainstModel(got Result, gotT []Trigger, want refResult) error {
 }
 
 func isFSMError(err error) bool {
-	_, ok := err.(*Error)
+	_, ok := err.(*vocab.Error)
 	return ok
 }
 
@@ -1316,7 +1317,7 @@ func (r *modelRun) snapshotRestore(c *FSM, k int) (*FSM, error) {
 	}
 	nf := New()
 	if k%2 == 1 {
-		nf.Apply(1, &Command{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/other", ACL: OpenACLUnsafe}})
+		nf.Apply(1, &Command{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/other", ACL: vocab.OpenACLUnsafe}})
 		nf.Apply(1, &Command{Type: CmdCreateSession, Timeout: 1000})
 		nf.View()
 	}
@@ -1387,7 +1388,7 @@ func TestModelCheckerCatchesPlantedBugs(t *testing.T) {
 			name: "multi create reports a stale pzxid",
 			hooks: modelHooks{result: func(_ int, r *Result) {
 				for i := range r.Multi {
-					if r.Multi[i].Type == CmdCreate && r.Multi[i].Code == OK {
+					if r.Multi[i].Type == CmdCreate && r.Multi[i].Code == vocab.OK {
 						r.Multi[i].Stat.Pzxid--
 					}
 				}
@@ -1443,21 +1444,21 @@ func TestModelSelfCheck(t *testing.T) {
 	z := func(c uint32) int64 { return 1<<32 | int64(c) }
 	steps := []struct {
 		cmd  Command
-		code Code
+		code vocab.Code
 		path string
 	}{
-		{Command{Type: CmdCreateSession, Timeout: 100}, OK, ""},
-		{Command{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/q", ACL: OpenACLUnsafe}}, OK, "/q"},
-		{Command{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/q/", ACL: OpenACLUnsafe, Mode: ModePersistentSequential}}, OK, "/q/0000000000"},
-		{Command{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/q/s", ACL: OpenACLUnsafe, Mode: ModePersistentSequential}}, OK, "/q/s0000000001"},
-		{Command{Type: CmdDelete, Op: Op{Type: CmdDelete, Path: "/q/0000000000", Version: 0}}, OK, ""},
-		{Command{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/q/", ACL: OpenACLUnsafe, Mode: ModePersistentSequential}}, OK, "/q/0000000002"},
-		{Command{Type: CmdCreate, Session: z(1), Op: Op{Type: CmdCreate, Path: "/e", ACL: OpenACLUnsafe, Mode: ModeEphemeral}}, OK, "/e"},
-		{Command{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/e/x", ACL: OpenACLUnsafe}}, NoChildrenForEphemerals, ""},
-		{Command{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/e", ACL: OpenACLUnsafe}}, NodeExists, ""},
-		{Command{Type: CmdDelete, Op: Op{Type: CmdDelete, Path: "/q", Version: -1}}, NotEmpty, ""},
-		{Command{Type: CmdSetACL, Op: Op{Type: CmdSetACL, Path: "/zookeeper/config", ACL: OpenACLUnsafe, Version: -1}}, NoAuth, ""},
-		{Command{Type: CmdCloseSession, Session: z(1)}, OK, ""},
+		{Command{Type: CmdCreateSession, Timeout: 100}, vocab.OK, ""},
+		{Command{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/q", ACL: vocab.OpenACLUnsafe}}, vocab.OK, "/q"},
+		{Command{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/q/", ACL: vocab.OpenACLUnsafe, Mode: vocab.ModePersistentSequential}}, vocab.OK, "/q/0000000000"},
+		{Command{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/q/s", ACL: vocab.OpenACLUnsafe, Mode: vocab.ModePersistentSequential}}, vocab.OK, "/q/s0000000001"},
+		{Command{Type: CmdDelete, Op: Op{Type: CmdDelete, Path: "/q/0000000000", Version: 0}}, vocab.OK, ""},
+		{Command{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/q/", ACL: vocab.OpenACLUnsafe, Mode: vocab.ModePersistentSequential}}, vocab.OK, "/q/0000000002"},
+		{Command{Type: CmdCreate, Session: z(1), Op: Op{Type: CmdCreate, Path: "/e", ACL: vocab.OpenACLUnsafe, Mode: vocab.ModeEphemeral}}, vocab.OK, "/e"},
+		{Command{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/e/x", ACL: vocab.OpenACLUnsafe}}, vocab.NoChildrenForEphemerals, ""},
+		{Command{Type: CmdCreate, Op: Op{Type: CmdCreate, Path: "/e", ACL: vocab.OpenACLUnsafe}}, vocab.NodeExists, ""},
+		{Command{Type: CmdDelete, Op: Op{Type: CmdDelete, Path: "/q", Version: -1}}, vocab.NotEmpty, ""},
+		{Command{Type: CmdSetACL, Op: Op{Type: CmdSetACL, Path: "/zookeeper/config", ACL: vocab.OpenACLUnsafe, Version: -1}}, vocab.NoAuth, ""},
+		{Command{Type: CmdCloseSession, Session: z(1)}, vocab.OK, ""},
 	}
 	for i, s := range steps {
 		want := m.apply(1, &s.cmd)

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"coord/vocab"
 	"errors"
 	"testing"
 )
@@ -15,7 +16,7 @@ func TestSessionOwner(t *testing.T) {
 	sid := r.SessionID
 	create := func(path, owner string) error {
 		r, _ := f.Apply(1, &Command{Type: CmdCreate, Session: sid, Owner: owner,
-			Op: Op{Type: CmdCreate, Path: path, ACL: OpenACLUnsafe}})
+			Op: Op{Type: CmdCreate, Path: path, ACL: vocab.OpenACLUnsafe}})
 		return r.Err
 	}
 	if err := create("/a", "s1/1"); err != nil {
@@ -27,10 +28,10 @@ func TestSessionOwner(t *testing.T) {
 	if info, _ := f.View().Session(sid); info.Owner != "s2/7" {
 		t.Fatalf("owner after attach: %q", info.Owner)
 	}
-	if err := create("/stale", "s1/1"); !errors.Is(err, SessionMoved) {
+	if err := create("/stale", "s1/1"); !errors.Is(err, vocab.SessionMoved) {
 		t.Fatalf("create from the old connection: %v", err)
 	}
-	if r, _ := f.Apply(1, &Command{Type: CmdCloseSession, Session: sid, Owner: "s1/1"}); !errors.Is(r.Err, SessionMoved) {
+	if r, _ := f.Apply(1, &Command{Type: CmdCloseSession, Session: sid, Owner: "s1/1"}); !errors.Is(r.Err, vocab.SessionMoved) {
 		t.Fatalf("close from the old connection: %v", r.Err)
 	}
 	// A refused command consumes its zxid only: compare all but the clock.
@@ -47,7 +48,7 @@ func TestSessionOwner(t *testing.T) {
 	if err := create("/duty", ""); err != nil {
 		t.Fatalf("a command without an owner: %v", err)
 	}
-	if r, _ := f.Apply(1, &Command{Type: CmdAttachSession, Session: 0x7777, Owner: "s3/1"}); !errors.Is(r.Err, SessionExpired) {
+	if r, _ := f.Apply(1, &Command{Type: CmdAttachSession, Session: 0x7777, Owner: "s3/1"}); !errors.Is(r.Err, vocab.SessionExpired) {
 		t.Fatalf("attach of an unknown session: %v", r.Err)
 	}
 

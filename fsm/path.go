@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"coord/vocab"
 	"strings"
 	"unicode/utf8"
 )
@@ -23,7 +24,7 @@ import (
 // *Error with Code BadArguments and the offending path (and no Op) if not.
 func ValidatePath(path string) error {
 	if !validPath(path, false) {
-		return errf(BadArguments, "", path)
+		return errf(vocab.BadArguments, "", path)
 	}
 	return nil
 }
@@ -35,7 +36,7 @@ func ValidatePath(path string) error {
 // The error carries path as given, without the digit.
 func ValidateCreatePath(path string, sequential bool) error {
 	if !validPath(path, sequential) {
-		return errf(BadArguments, "", path)
+		return errf(vocab.BadArguments, "", path)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"coord/vocab"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -48,7 +49,7 @@ func FuzzValidatePath(f *testing.F) {
 			t.Fatalf("ValidatePath(%q) ok=%v, reference says %v", p, ok, want)
 		}
 		if !ok {
-			if e, isErr := err.(*Error); !isErr || e.Code != BadArguments || e.Path != p || e.Op != "" {
+			if e, isErr := err.(*vocab.Error); !isErr || e.Code != vocab.BadArguments || e.Path != p || e.Op != "" {
 				t.Fatalf("ValidatePath(%q) = %#v, want BadArguments on the path", p, err)
 			}
 		}

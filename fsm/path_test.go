@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"coord/vocab"
 	"errors"
 	"testing"
 )
@@ -100,17 +101,17 @@ func TestValidatePath(t *testing.T) {
 
 func TestValidatePathError(t *testing.T) {
 	err := ValidatePath("/a//b")
-	var e *Error
+	var e *vocab.Error
 	if !errors.As(err, &e) {
 		t.Fatalf("ValidatePath error %T is not *Error", err)
 	}
-	if e.Code != BadArguments || e.Op != "" || e.Path != "/a//b" {
+	if e.Code != vocab.BadArguments || e.Op != "" || e.Path != "/a//b" {
 		t.Errorf("ValidatePath error = %+v, want BadArguments on /a//b", *e)
 	}
-	if !errors.Is(err, BadArguments) {
+	if !errors.Is(err, vocab.BadArguments) {
 		t.Errorf("errors.Is(%v, BadArguments) = false", err)
 	}
-	if err := ValidateCreatePath("a", true); CodeOf(err) != BadArguments || err.(*Error).Path != "a" {
+	if err := ValidateCreatePath("a", true); vocab.CodeOf(err) != vocab.BadArguments || err.(*vocab.Error).Path != "a" {
 		t.Errorf("ValidateCreatePath(a, true) = %v, want BadArguments on a", err)
 	}
 }

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"coord/vocab"
 	"slices"
 	"strconv"
 	"strings"
@@ -99,7 +100,7 @@ func (t *txn) checkQuota(op, path string, dBytes, dCount int64) error {
 		return nil
 	}
 	if (checkCount && stats.get("count")+dCount > countHard) || (checkBytes && stats.get("bytes")+dBytes > byteHard) {
-		return errf(QuotaExceeded, op, path)
+		return errf(vocab.QuotaExceeded, op, path)
 	}
 	return nil
 }

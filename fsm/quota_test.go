@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"coord/vocab"
 	"testing"
 )
 
@@ -31,16 +32,16 @@ func TestStatsTrackFormat(t *testing.T) {
 // zk/compat's TestQuotaStats.)
 func TestQuotaStatsApply(t *testing.T) {
 	cmds := []Command{
-		apCreate("/q", "abc", ModePersistent),
-		apCreate("/q/a", "12345", ModePersistent),
-		apCreate("/zookeeper/quota/q", "", ModePersistent),
-		apCreate("/zookeeper/quota/q/zookeeper_limits", "count=3,bytes=-1", ModePersistent),
-		apCreate("/zookeeper/quota/q/zookeeper_stats", "count=0,bytes=0", ModePersistent),
-		apCreate("/q/b", "xy", ModePersistent),
+		apCreate("/q", "abc", vocab.ModePersistent),
+		apCreate("/q/a", "12345", vocab.ModePersistent),
+		apCreate("/zookeeper/quota/q", "", vocab.ModePersistent),
+		apCreate("/zookeeper/quota/q/zookeeper_limits", "count=3,bytes=-1", vocab.ModePersistent),
+		apCreate("/zookeeper/quota/q/zookeeper_stats", "count=0,bytes=0", vocab.ModePersistent),
+		apCreate("/q/b", "xy", vocab.ModePersistent),
 		apSet("/q/a", "1", -1),
 		apDelete("/q/b", -1),
-		apMulti(apCreate("/q/m", "mm", ModePersistent), apDelete("/q/missing", -1)), // fails: no change
-		apCreate("/qq", "zzzz", ModePersistent),
+		apMulti(apCreate("/q/m", "mm", vocab.ModePersistent), apDelete("/q/missing", -1)), // fails: no change
+		apCreate("/qq", "zzzz", vocab.ModePersistent),
 	}
 	f := New()
 	for i := range cmds {
@@ -62,9 +63,9 @@ func TestQuotaStatsApply(t *testing.T) {
 	if err := g.Restore(bytes.NewReader(snap.Bytes())); err != nil {
 		t.Fatal(err)
 	}
-	more := []Command{apCreate("/q/c", "123", ModePersistent)}
+	more := []Command{apCreate("/q/c", "123", vocab.ModePersistent)}
 	f.Apply(1, &more[0])
-	more = []Command{apCreate("/q/c", "123", ModePersistent)}
+	more = []Command{apCreate("/q/c", "123", vocab.ModePersistent)}
 	g.Apply(1, &more[0])
 	if f.View().Digest() != g.View().Digest() {
 		t.Fatal("restored replica diverged")
@@ -86,38 +87,38 @@ func enforced(c Command) Command { c.EnforceQuota = true; return c }
 // another FSM gives byte-identical state.
 func TestQuotaEnforcedApply(t *testing.T) {
 	setup := []Command{
-		apCreate("/q", "", ModePersistent),
-		apCreate("/b", "", ModePersistent),
-		apCreate("/zookeeper/quota/q", "", ModePersistent),
-		apCreate("/zookeeper/quota/q/zookeeper_limits", "count=-1,bytes=-1=;byteHardLimit=-1;countHardLimit=2", ModePersistent),
-		apCreate("/zookeeper/quota/q/zookeeper_stats", "count=0,bytes=0", ModePersistent),
-		apCreate("/zookeeper/quota/b", "", ModePersistent),
-		apCreate("/zookeeper/quota/b/zookeeper_limits", "count=1,bytes=-1=;byteHardLimit=10;countHardLimit=-1", ModePersistent),
-		apCreate("/zookeeper/quota/b/zookeeper_stats", "count=0,bytes=0", ModePersistent),
+		apCreate("/q", "", vocab.ModePersistent),
+		apCreate("/b", "", vocab.ModePersistent),
+		apCreate("/zookeeper/quota/q", "", vocab.ModePersistent),
+		apCreate("/zookeeper/quota/q/zookeeper_limits", "count=-1,bytes=-1=;byteHardLimit=-1;countHardLimit=2", vocab.ModePersistent),
+		apCreate("/zookeeper/quota/q/zookeeper_stats", "count=0,bytes=0", vocab.ModePersistent),
+		apCreate("/zookeeper/quota/b", "", vocab.ModePersistent),
+		apCreate("/zookeeper/quota/b/zookeeper_limits", "count=1,bytes=-1=;byteHardLimit=10;countHardLimit=-1", vocab.ModePersistent),
+		apCreate("/zookeeper/quota/b/zookeeper_stats", "count=0,bytes=0", vocab.ModePersistent),
 	}
 	steps := []struct {
 		cmd  Command
-		want Code
+		want vocab.Code
 	}{
-		{enforced(apCreate("/q/a", "", ModePersistent)), OK},            // count 2 of 2
-		{enforced(apCreate("/q/b", "", ModePersistent)), QuotaExceeded}, // 3 of 2
-		{enforced(apCreate("/q/s-", "", ModePersistentSequential)), QuotaExceeded},
-		{apCreate("/q/unstamped", "", ModePersistent), OK},                                                             // not enforced: 3 of 2
-		{enforced(apDelete("/q/unstamped", -1)), OK},                                                                   // deletes are never refused
-		{enforced(apSet("/q/a", "any length at all", -1)), OK},                                                         // count unchanged
-		{enforced(apCreate("/b/x", "123456", ModePersistent)), OK},                                                     // bytes 6 of 10; soft count passed
-		{enforced(apSet("/b/x", "1234567890", -1)), OK},                                                                // 10 of 10
-		{enforced(apSet("/b/x", "12345678901", -1)), QuotaExceeded},                                                    // 11 of 10
-		{enforced(apSet("/b/x", "12345678901", 99)), QuotaExceeded},                                                    // before the version check
-		{enforced(apCreate("/b/y", "", ModePersistent)), OK},                                                           // no data: no byte check
-		{enforced(apCreate("/b/z", "1", ModePersistent)), QuotaExceeded},                                               // 11 of 10
-		{enforced(apSet("/b/x", "1", -1)), OK},                                                                         // shrinking: 1 of 10
-		{enforced(apMulti(apCreate("/b/m1", "1234", ModePersistent), apCreate("/b/m2", "12345", ModePersistent))), OK}, // each fits alone: 10 of 10
-		{enforced(apMulti(apSet("/b/m1", "", -1), apCreate("/b/m3", "1", ModePersistent))), QuotaExceeded},             // 11 of 10 before the multi
-		{enforced(apMulti(apCreate("/b/m4", "1234567890", ModePersistent), apCreate("/b/m5", "12", ModePersistent))), QuotaExceeded},
-		{enforced(apSet("/b/m2", "1", -1)), OK},                                                                       // 6 of 10
-		{enforced(apMulti(apCreate("/b/m4", "1234", ModePersistent), apCreate("/b/m5", "1234", ModePersistent))), OK}, // 14 of 10: the multi overshoots, as in ZooKeeper
-		{enforced(apCreate("/b/after", "1", ModePersistent)), QuotaExceeded},
+		{enforced(apCreate("/q/a", "", vocab.ModePersistent)), vocab.OK},            // count 2 of 2
+		{enforced(apCreate("/q/b", "", vocab.ModePersistent)), vocab.QuotaExceeded}, // 3 of 2
+		{enforced(apCreate("/q/s-", "", vocab.ModePersistentSequential)), vocab.QuotaExceeded},
+		{apCreate("/q/unstamped", "", vocab.ModePersistent), vocab.OK},                                                                   // not enforced: 3 of 2
+		{enforced(apDelete("/q/unstamped", -1)), vocab.OK},                                                                               // deletes are never refused
+		{enforced(apSet("/q/a", "any length at all", -1)), vocab.OK},                                                                     // count unchanged
+		{enforced(apCreate("/b/x", "123456", vocab.ModePersistent)), vocab.OK},                                                           // bytes 6 of 10; soft count passed
+		{enforced(apSet("/b/x", "1234567890", -1)), vocab.OK},                                                                            // 10 of 10
+		{enforced(apSet("/b/x", "12345678901", -1)), vocab.QuotaExceeded},                                                                // 11 of 10
+		{enforced(apSet("/b/x", "12345678901", 99)), vocab.QuotaExceeded},                                                                // before the version check
+		{enforced(apCreate("/b/y", "", vocab.ModePersistent)), vocab.OK},                                                                 // no data: no byte check
+		{enforced(apCreate("/b/z", "1", vocab.ModePersistent)), vocab.QuotaExceeded},                                                     // 11 of 10
+		{enforced(apSet("/b/x", "1", -1)), vocab.OK},                                                                                     // shrinking: 1 of 10
+		{enforced(apMulti(apCreate("/b/m1", "1234", vocab.ModePersistent), apCreate("/b/m2", "12345", vocab.ModePersistent))), vocab.OK}, // each fits alone: 10 of 10
+		{enforced(apMulti(apSet("/b/m1", "", -1), apCreate("/b/m3", "1", vocab.ModePersistent))), vocab.QuotaExceeded},                   // 11 of 10 before the multi
+		{enforced(apMulti(apCreate("/b/m4", "1234567890", vocab.ModePersistent), apCreate("/b/m5", "12", vocab.ModePersistent))), vocab.QuotaExceeded},
+		{enforced(apSet("/b/m2", "1", -1)), vocab.OK},                                                                                   // 6 of 10
+		{enforced(apMulti(apCreate("/b/m4", "1234", vocab.ModePersistent), apCreate("/b/m5", "1234", vocab.ModePersistent))), vocab.OK}, // 14 of 10: the multi overshoots, as in ZooKeeper
+		{enforced(apCreate("/b/after", "1", vocab.ModePersistent)), vocab.QuotaExceeded},
 	}
 	f := New()
 	var log [][]byte
@@ -131,13 +132,13 @@ func TestQuotaEnforcedApply(t *testing.T) {
 		log = append(log, s.cmd.Encode(nil))
 		before := dumpView(f.View())
 		r, trig := f.Apply(1, &s.cmd)
-		if got := CodeOf(r.Err); got != s.want {
+		if got := vocab.CodeOf(r.Err); got != s.want {
 			t.Errorf("step %d (%s): %v, want %v", i, describeCmd(&s.cmd), got, s.want)
 		}
 		if r.Err != nil && (len(trig) != 0 || dumpView(f.View()) != before) {
 			t.Errorf("step %d (%s): refused, yet changed the state or fired %v", i, describeCmd(&s.cmd), trig)
 		}
-		if s.cmd.Type == CmdMulti && s.want == QuotaExceeded && (len(r.Multi) == 0 || r.Multi[len(r.Multi)-1].Code != QuotaExceeded && r.Multi[0].Code != QuotaExceeded) {
+		if s.cmd.Type == CmdMulti && s.want == vocab.QuotaExceeded && (len(r.Multi) == 0 || r.Multi[len(r.Multi)-1].Code != vocab.QuotaExceeded && r.Multi[0].Code != vocab.QuotaExceeded) {
 			t.Errorf("step %d: multi results %+v, want a QuotaExceeded op", i, r.Multi)
 		}
 	}
@@ -166,7 +167,7 @@ func TestQuotaEnforcedApply(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.EnforceQuota = false
-		if r, _ := h.Apply(1, c); CodeOf(r.Err) == QuotaExceeded {
+		if r, _ := h.Apply(1, c); vocab.CodeOf(r.Err) == vocab.QuotaExceeded {
 			t.Errorf("entry %d without the stamp: %v", i, r.Err)
 		}
 	}

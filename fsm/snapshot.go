@@ -3,6 +3,7 @@ package fsm
 import (
 	"bufio"
 	"bytes"
+	"coord/vocab"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -374,9 +375,9 @@ func (rb *restoreBuilder) node(prefix string, isRoot bool) (string, *znode, erro
 			break
 		}
 		n := d.count(3)
-		acl := make([]ACL, n)
+		acl := make([]vocab.ACL, n)
 		for i := range acl {
-			acl[i] = ACL{Perms: Perm(d.uint32()), ID: Id{Scheme: d.string(), ID: d.string()}}
+			acl[i] = vocab.ACL{Perms: vocab.Perm(d.uint32()), ID: vocab.Id{Scheme: d.string(), ID: d.string()}}
 		}
 		if d.err != nil {
 			return "", nil, sr.corrupt("acl record: %v", d.err)

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"coord/vocab"
 	"strings"
 	"testing"
 )
@@ -15,7 +16,7 @@ func TestSnapshotWithoutPasswords(t *testing.T) {
 	rs := richFSM(t, 50)
 	pw := bytes.Repeat([]byte{0xa5, 0x5a, 0x3c, 0xc3}, 4) // 16 bytes, unlike anything else in the state
 	s4 := mustApply(t, rs.f, 4, Command{Type: CmdCreateSession, Time: snapT0, Timeout: 5000, Password: pw}).SessionID
-	mustApply(t, rs.f, 4, as(s4, mkCreate("/s4-eph", nil, ModeEphemeral)))
+	mustApply(t, rs.f, 4, as(s4, mkCreate("/s4-eph", nil, vocab.ModeEphemeral)))
 	v := rs.f.View()
 
 	full := snapshotBytes(t, v)

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"coord/vocab"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -96,7 +97,7 @@ func (s *snapBuilder) session(id, timeout int64, pw string) *snapBuilder {
 	return s.sv(id).sv(timeout).str(pw)
 }
 
-func (s *snapBuilder) acl(acl ...ACL) *snapBuilder {
+func (s *snapBuilder) acl(acl ...vocab.ACL) *snapBuilder {
 	s.b = append(s.b, 1)
 	s.uv(uint64(len(acl)))
 	for _, a := range acl {
@@ -145,9 +146,9 @@ func mustApply(t testing.TB, f *FSM, term uint64, c Command) Result {
 	return r
 }
 
-func mkCreate(path string, data []byte, mode CreateMode, acl ...ACL) Command {
+func mkCreate(path string, data []byte, mode vocab.CreateMode, acl ...vocab.ACL) Command {
 	if len(acl) == 0 {
-		acl = OpenACLUnsafe
+		acl = vocab.OpenACLUnsafe
 	}
 	return Command{Type: CmdCreate, Time: snapT0, Op: Op{Type: CmdCreate, Path: path, Data: data, ACL: acl, Mode: mode}}
 }
@@ -155,7 +156,7 @@ func mkCreate(path string, data []byte, mode CreateMode, acl ...ACL) Command {
 func as(session int64, c Command) Command { c.Session = session; return c }
 
 func ttlCreate(path string, ttl int64) Command {
-	c := mkCreate(path, nil, ModePersistentTTL)
+	c := mkCreate(path, nil, vocab.ModePersistentTTL)
 	c.Op.TTL = ttl
 	return c
 }
@@ -178,65 +179,65 @@ func richFSM(t testing.TB, wide int) *richState {
 	rs.s2 = mustApply(t, f, 1, Command{Type: CmdCreateSession, Time: snapT0, Timeout: 10000}).SessionID
 	rs.s3 = mustApply(t, f, 1, Command{Type: CmdCreateSession, Time: snapT0, Timeout: 6000, Password: []byte{0, 1, 2}}).SessionID
 	for _, c := range []Command{
-		mkCreate("/app", []byte("app"), ModePersistent),
-		as(rs.s1, mkCreate("/app/e1", []byte("eph"), ModeEphemeral)),
-		as(rs.s1, mkCreate("/app-e", nil, ModeEphemeral)),
-		as(rs.s2, mkCreate("/app.x", []byte{}, ModeEphemeral)),
-		mkCreate("/app/cfg", []byte{}, ModePersistent),
-		mkCreate("/app/null", nil, ModePersistent),
-		mkCreate("/locks", nil, ModePersistent),
-		as(rs.s1, mkCreate("/locks/lock-", nil, ModeEphemeralSequential)),
-		as(rs.s2, mkCreate("/locks/lock-", nil, ModeEphemeralSequential)),
-		as(rs.s1, mkCreate("/locks/lock-", nil, ModeEphemeralSequential)),
+		mkCreate("/app", []byte("app"), vocab.ModePersistent),
+		as(rs.s1, mkCreate("/app/e1", []byte("eph"), vocab.ModeEphemeral)),
+		as(rs.s1, mkCreate("/app-e", nil, vocab.ModeEphemeral)),
+		as(rs.s2, mkCreate("/app.x", []byte{}, vocab.ModeEphemeral)),
+		mkCreate("/app/cfg", []byte{}, vocab.ModePersistent),
+		mkCreate("/app/null", nil, vocab.ModePersistent),
+		mkCreate("/locks", nil, vocab.ModePersistent),
+		as(rs.s1, mkCreate("/locks/lock-", nil, vocab.ModeEphemeralSequential)),
+		as(rs.s2, mkCreate("/locks/lock-", nil, vocab.ModeEphemeralSequential)),
+		as(rs.s1, mkCreate("/locks/lock-", nil, vocab.ModeEphemeralSequential)),
 		mkDelete("/locks/lock-0000000000"),
-		mkCreate("/acl", nil, ModePersistent),
-		mkCreate("/acl/read", []byte("r"), ModePersistent, ReadACLUnsafe...),
-		mkCreate("/acl/alice", []byte("a"), ModePersistent, ACL{Perms: PermAll, ID: digAlice}),
-		mkCreate("/acl/mixed", nil, ModePersistent, ACL{Perms: PermRead | PermWrite, ID: digBob}, ACL{Perms: PermRead, ID: AnyoneID}),
-		mkCreate("/acl/ip", nil, ModePersistent, ACL{Perms: PermAll, ID: Id{Scheme: "ip", ID: "10.0.0.0/8"}},
-			ACL{Perms: PermRead, ID: Id{Scheme: "ip", ID: "2001:db8::/32"}}),
-		mkCreate("/cont", nil, ModeContainer),
-		mkCreate("/cont/k", []byte("k"), ModePersistent),
-		mkCreate("/cont-empty", nil, ModeContainer),
-		mkCreate("/cont-empty/gone", nil, ModePersistent),
+		mkCreate("/acl", nil, vocab.ModePersistent),
+		mkCreate("/acl/read", []byte("r"), vocab.ModePersistent, vocab.ReadACLUnsafe...),
+		mkCreate("/acl/alice", []byte("a"), vocab.ModePersistent, vocab.ACL{Perms: vocab.PermAll, ID: digAlice}),
+		mkCreate("/acl/mixed", nil, vocab.ModePersistent, vocab.ACL{Perms: vocab.PermRead | vocab.PermWrite, ID: digBob}, vocab.ACL{Perms: vocab.PermRead, ID: vocab.AnyoneID}),
+		mkCreate("/acl/ip", nil, vocab.ModePersistent, vocab.ACL{Perms: vocab.PermAll, ID: vocab.Id{Scheme: "ip", ID: "10.0.0.0/8"}},
+			vocab.ACL{Perms: vocab.PermRead, ID: vocab.Id{Scheme: "ip", ID: "2001:db8::/32"}}),
+		mkCreate("/cont", nil, vocab.ModeContainer),
+		mkCreate("/cont/k", []byte("k"), vocab.ModePersistent),
+		mkCreate("/cont-empty", nil, vocab.ModeContainer),
+		mkCreate("/cont-empty/gone", nil, vocab.ModePersistent),
 		mkDelete("/cont-empty/gone"),
-		mkCreate("/cont-new", nil, ModeContainer),
-		mkCreate("/app/cont", nil, ModeContainer),
-		mkCreate("/app/cont/x", nil, ModePersistent),
+		mkCreate("/cont-new", nil, vocab.ModeContainer),
+		mkCreate("/app/cont", nil, vocab.ModeContainer),
+		mkCreate("/app/cont/x", nil, vocab.ModePersistent),
 		mkDelete("/app/cont/x"),
-		mkCreate("/app-cont", nil, ModeContainer),
-		mkCreate("/app-cont/x", nil, ModePersistent),
+		mkCreate("/app-cont", nil, vocab.ModeContainer),
+		mkCreate("/app-cont/x", nil, vocab.ModePersistent),
 		mkDelete("/app-cont/x"),
 		ttlCreate("/ttl-short", 100),
 		ttlCreate("/ttl-long", 100_000),
 		ttlCreate("/ttl-dir", 50),
-		mkCreate("/ttl-dir/k", nil, ModePersistent),
+		mkCreate("/ttl-dir/k", nil, vocab.ModePersistent),
 		ttlCreate("/app/ttl", 10),
 		ttlCreate("/app-ttl", 10),
 	} {
 		mustApply(t, f, 1, c)
 	}
-	c := mkCreate("/acl/auth", []byte("mine"), ModePersistent, CreatorAllACL...)
-	c.Auth = []Id{digAlice, digBob}
+	c := mkCreate("/acl/auth", []byte("mine"), vocab.ModePersistent, vocab.CreatorAllACL...)
+	c.Auth = []vocab.Id{digAlice, digBob}
 	mustApply(t, f, 1, c)
 	mustApply(t, f, 2, Command{Type: CmdSetData, Time: snapT0 + 5, Op: Op{Type: CmdSetData, Path: "/app", Data: []byte("app2"), Version: 0}})
 	mustApply(t, f, 2, Command{Type: CmdSetData, Time: snapT0 + 6, Op: Op{Type: CmdSetData, Path: "/app", Data: []byte("app3"), Version: -1}})
-	mustApply(t, f, 2, Command{Type: CmdSetACL, Op: Op{Type: CmdSetACL, Path: "/acl/read", ACL: ReadACLUnsafe, Version: 0}, Auth: superAuth})
+	mustApply(t, f, 2, Command{Type: CmdSetACL, Op: Op{Type: CmdSetACL, Path: "/acl/read", ACL: vocab.ReadACLUnsafe, Version: 0}, Auth: superAuth})
 	deep := "/deep"
-	mustApply(t, f, 2, mkCreate(deep, nil, ModePersistent))
+	mustApply(t, f, 2, mkCreate(deep, nil, vocab.ModePersistent))
 	for i := 0; i < 300; i++ {
 		deep += "/d"
-		mustApply(t, f, 2, mkCreate(deep, []byte(fmt.Sprint(i)), ModePersistent))
+		mustApply(t, f, 2, mkCreate(deep, []byte(fmt.Sprint(i)), vocab.ModePersistent))
 	}
-	mustApply(t, f, 2, mkCreate("/big", bytes.Repeat([]byte("0123456789abcdef"), oneMiB/16), ModePersistent))
-	mustApply(t, f, 3, mkCreate("/wide", nil, ModePersistent))
+	mustApply(t, f, 2, mkCreate("/big", bytes.Repeat([]byte("0123456789abcdef"), oneMiB/16), vocab.ModePersistent))
+	mustApply(t, f, 3, mkCreate("/wide", nil, vocab.ModePersistent))
 	for i := 0; i < wide; i++ {
-		mustApply(t, f, 3, mkCreate(fmt.Sprintf("/wide/c%05d", i), []byte{byte(i)}, ModePersistent))
+		mustApply(t, f, 3, mkCreate(fmt.Sprintf("/wide/c%05d", i), []byte{byte(i)}, vocab.ModePersistent))
 	}
 	for i := 0; i < wide; i += 7 {
 		mustApply(t, f, 3, mkDelete(fmt.Sprintf("/wide/c%05d", i)))
 	}
-	mustApply(t, f, 3, mkCreate("/wide/s-", nil, ModePersistentSequential))
+	mustApply(t, f, 3, mkCreate("/wide/s-", nil, vocab.ModePersistentSequential))
 	return rs
 }
 
@@ -310,7 +311,7 @@ func TestSnapshotRich(t *testing.T) {
 			t.Errorf("empty data came back as %s", fmtData(data))
 		}
 		// "auth" expanded in ZooKeeper's id-set order: bob before alice.
-		if acl, _, _ := gv.GetACL("/acl/auth", superAuth); !slices.Equal(acl, []ACL{{Perms: PermAll, ID: digBob}, {Perms: PermAll, ID: digAlice}}) {
+		if acl, _, _ := gv.GetACL("/acl/auth", superAuth); !slices.Equal(acl, []vocab.ACL{{Perms: vocab.PermAll, ID: digBob}, {Perms: vocab.PermAll, ID: digAlice}}) {
 			t.Errorf("/acl/auth ACL %v", acl)
 		}
 		if s, ok := gv.Session(rs.s1); !ok || string(s.Password) != "secret-1" || s.Timeout != 4000 || s.Ephemerals != 3 {
@@ -349,10 +350,10 @@ func TestSnapshotRich(t *testing.T) {
 			}
 			return r1
 		}
-		if r := both(3, as(rs.s2, mkCreate("/locks/lock-", nil, ModeEphemeralSequential))); r.Path != "/locks/lock-0000000003" {
+		if r := both(3, as(rs.s2, mkCreate("/locks/lock-", nil, vocab.ModeEphemeralSequential))); r.Path != "/locks/lock-0000000003" {
 			t.Errorf("next lock %q, want /locks/lock-0000000003", r.Path)
 		}
-		if r := both(3, mkCreate("/wide/s-", nil, ModePersistentSequential)); !strings.HasPrefix(r.Path, "/wide/s-00000") {
+		if r := both(3, mkCreate("/wide/s-", nil, vocab.ModePersistentSequential)); !strings.HasPrefix(r.Path, "/wide/s-00000") {
 			t.Errorf("sequential under /wide: %q", r.Path)
 		}
 		close := Command{Type: CmdCloseSession, Time: snapT0 + 10, Session: rs.s1}
@@ -363,7 +364,7 @@ func TestSnapshotRich(t *testing.T) {
 		}
 		var deleted []string
 		for _, tr := range trig {
-			if tr.Type == EventNodeDeleted {
+			if tr.Type == vocab.EventNodeDeleted {
 				deleted = append(deleted, tr.Path)
 			}
 		}
@@ -384,11 +385,11 @@ func TestSnapshotRich(t *testing.T) {
 			both(4, Command{Type: CmdDelete, Op: Op{Type: CmdDelete, Path: fmt.Sprintf("/wide/c%05d", i), Version: -1}})
 		}
 		for i := 0; i < 200; i++ {
-			both(5, mkCreate(fmt.Sprintf("/wide/n%05d", i), nil, ModePersistent))
+			both(5, mkCreate(fmt.Sprintf("/wide/n%05d", i), nil, vocab.ModePersistent))
 		}
 		both(5, Command{Type: CmdSetData, Op: Op{Type: CmdSetData, Path: "/big", Data: bytes.Repeat([]byte{7}, oneMiB), Version: 0}})
 		both(5, Command{Type: CmdMulti, Session: rs.s2, Ops: []Op{
-			{Type: CmdCreate, Path: "/app/m", ACL: OpenACLUnsafe, Mode: ModeEphemeral},
+			{Type: CmdCreate, Path: "/app/m", ACL: vocab.OpenACLUnsafe, Mode: vocab.ModeEphemeral},
 			{Type: CmdCheck, Path: "/app", Version: 2},
 			{Type: CmdDelete, Path: "/app.x", Version: 0},
 		}})
@@ -404,11 +405,11 @@ func TestSnapshotRich(t *testing.T) {
 // shows the old one.
 func TestViewFreshAfterRestore(t *testing.T) {
 	src := New()
-	mustApply(t, src, 7, mkCreate("/restored", []byte("yes"), ModePersistent))
+	mustApply(t, src, 7, mkCreate("/restored", []byte("yes"), vocab.ModePersistent))
 	snap := snapshotBytes(t, src.View())
 
 	f := New()
-	mustApply(t, f, 1, mkCreate("/old", nil, ModePersistent))
+	mustApply(t, f, 1, mkCreate("/old", nil, vocab.ModePersistent))
 	old := f.View()
 	oldDigest := old.Digest()
 	if err := f.Restore(bytes.NewReader(snap)); err != nil {
@@ -431,7 +432,7 @@ func TestViewFreshAfterRestore(t *testing.T) {
 		t.Error("a view taken before Restore lost its node")
 	}
 	// And the restored FSM keeps going from the restored clock.
-	r := mustApply(t, f, 7, mkCreate("/after", nil, ModePersistent))
+	r := mustApply(t, f, 7, mkCreate("/after", nil, vocab.ModePersistent))
 	if r.Zxid != src.LastZxid()+1 {
 		t.Errorf("first zxid after Restore %v, want %v", r.Zxid, src.LastZxid()+1)
 	}
@@ -447,18 +448,18 @@ func TestRestoreKeepsPathOrder(t *testing.T) {
 	f := New()
 	s := mustApply(t, f, 1, Command{Type: CmdCreateSession, Timeout: 1000}).SessionID
 	for _, c := range []Command{
-		mkCreate("/a", nil, ModePersistent),
-		as(s, mkCreate("/a/b", nil, ModeEphemeral)),
-		as(s, mkCreate("/a-c", nil, ModeEphemeral)),
-		as(s, mkCreate("/a.d", nil, ModeEphemeral)),
-		mkCreate("/c", nil, ModeContainer),
-		mkCreate("/c/x", nil, ModeContainer),
-		mkCreate("/c/x/y", nil, ModePersistent),
+		mkCreate("/a", nil, vocab.ModePersistent),
+		as(s, mkCreate("/a/b", nil, vocab.ModeEphemeral)),
+		as(s, mkCreate("/a-c", nil, vocab.ModeEphemeral)),
+		as(s, mkCreate("/a.d", nil, vocab.ModeEphemeral)),
+		mkCreate("/c", nil, vocab.ModeContainer),
+		mkCreate("/c/x", nil, vocab.ModeContainer),
+		mkCreate("/c/x/y", nil, vocab.ModePersistent),
 		mkDelete("/c/x/y"),
-		mkCreate("/c-y", nil, ModeContainer),
-		mkCreate("/c-y/z", nil, ModePersistent),
+		mkCreate("/c-y", nil, vocab.ModeContainer),
+		mkCreate("/c-y/z", nil, vocab.ModePersistent),
 		mkDelete("/c-y/z"),
-		mkCreate("/t", nil, ModePersistent),
+		mkCreate("/t", nil, vocab.ModePersistent),
 		ttlCreate("/t/x", 5),
 		ttlCreate("/t-y", 5),
 	} {
@@ -513,7 +514,7 @@ type victim struct {
 
 func newVictim(t testing.TB) *victim {
 	f := New()
-	mustApply(t, f, 3, mkCreate("/mine", []byte("keep me"), ModePersistent))
+	mustApply(t, f, 3, mkCreate("/mine", []byte("keep me"), vocab.ModePersistent))
 	mustApply(t, f, 3, Command{Type: CmdCreateSession, Timeout: 500})
 	v := f.View()
 	return &victim{f: f, digest: v.Digest(), zxid: int64(v.LastZxid()), dump: dumpView(v)}
@@ -551,7 +552,7 @@ func TestRestoreCorruptSmall(t *testing.T) {
 		}
 	}
 	// The restored state is still the victim's own, and it still works.
-	mustApply(t, vi.f, 3, mkCreate("/mine/child", nil, ModePersistent))
+	mustApply(t, vi.f, 3, mkCreate("/mine/child", nil, vocab.ModePersistent))
 	if _, err := vi.f.View().Exists("/mine/child"); err != nil {
 		t.Errorf("victim after failed restores: %v", err)
 	}
@@ -642,7 +643,7 @@ func TestRestoreCorruptLarge(t *testing.T) {
 // TestRestoreBadRecords forges well-framed streams (the checksums match) whose
 // records are wrong.
 func TestRestoreBadRecords(t *testing.T) {
-	open := ACL{Perms: PermAll, ID: AnyoneID}
+	open := vocab.ACL{Perms: vocab.PermAll, ID: vocab.AnyoneID}
 	var zeroF snapFields
 	eph := func(owner int64) snapFields { f := zeroF; f[5] = owner; return f }
 	// valid is a root with /a, /a/e (ephemeral of session 5) and /b.
@@ -710,7 +711,7 @@ func TestRestoreBadRecords(t *testing.T) {
 // claims, as DecodeCommand refuses to (decoder.count). Here 101 nested
 // znodes of 19 bytes each claim 2^31-1 children apiece.
 func TestRestoreForgedCountsBounded(t *testing.T) {
-	s := (&snapBuilder{}).header(1, 1, 1, 101, 0).acl(OpenACLUnsafe...)
+	s := (&snapBuilder{}).header(1, 1, 1, 101, 0).acl(vocab.OpenACLUnsafe...)
 	s.node("", 0, snapFields{}, nil, math.MaxInt32)
 	for range 100 {
 		s.node("a", 0, snapFields{}, nil, math.MaxInt32)
@@ -733,7 +734,7 @@ func TestRestoreForgedCountsBounded(t *testing.T) {
 // a snapshot, including a counter about to roll into the next epoch.
 func TestSnapshotCarriesTheClock(t *testing.T) {
 	f := New()
-	mustApply(t, f, 5, mkCreate("/x", nil, ModePersistent))
+	mustApply(t, f, 5, mkCreate("/x", nil, vocab.ModePersistent))
 	snap := snapshotBytes(t, f.View())
 	payloads := snapPayloads(t, snap)
 	hdr := payloads[0]
@@ -897,7 +898,7 @@ func FuzzRestore(f *testing.F) {
 		for _, p := range v.ContainerCandidates() {
 			cmds = append(cmds, Command{Type: CmdDeleteContainer, Op: Op{Type: CmdDeleteContainer, Path: p}})
 		}
-		cmds = append(cmds, mkCreate("/zz", nil, ModePersistentSequential))
+		cmds = append(cmds, mkCreate("/zz", nil, vocab.ModePersistentSequential))
 		for _, c := range cmds {
 			r1, t1, p1 := applyRecover(vi.f, 1, &c)
 			r2, t2, p2 := applyRecover(g, 1, &c)

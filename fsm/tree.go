@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"coord/vocab"
 	"coord/zxid"
 )
 
@@ -68,13 +69,13 @@ func (n *znode) mut(g uint64) *znode {
 // (sequential suffixes come from it) while the reported one counts creates
 // and deletes, 2*creates - children; and containers and TTL nodes report an
 // ephemeralOwner of 0.
-func (n *znode) stat() Stat {
+func (n *znode) stat() vocab.Stat {
 	kids := int32(n.kids.Len())
 	owner := n.owner
 	if kind, _ := KindOfOwner(owner); kind != OwnerSession {
 		owner = 0
 	}
-	return Stat{
+	return vocab.Stat{
 		Czxid: n.czxid, Mzxid: n.mzxid, Ctime: n.ctime, Mtime: n.mtime,
 		Version: n.version, Cversion: n.cversion*2 - kids, Aversion: n.aversion,
 		EphemeralOwner: owner, DataLength: int32(len(n.data)),
@@ -126,10 +127,10 @@ func isSpecialPath(p string) bool {
 }
 
 func newState(g uint64, acls *aclTable) state {
-	open := acls.intern(OpenACLUnsafe)
+	open := acls.intern(vocab.OpenACLUnsafe)
 	// ZooKeeper sets the config node's ACL with version -1, which it stores
 	// as the aversion.
-	config := &znode{gen: g, acl: acls.intern(ReadACLUnsafe), aversion: -1}
+	config := &znode{gen: g, acl: acls.intern(vocab.ReadACLUnsafe), aversion: -1}
 	quota := &znode{gen: g, acl: open}
 	proc := &znode{gen: g, acl: open}
 	proc.kids.Set(g, "config", config)

@@ -1,5 +1,7 @@
 package fsm
 
+import "coord/vocab"
+
 // Ephemeral owner encodings for the extended node types (EphemeralType in
 // ZooKeeper): containers carry ContainerOwner; TTL nodes carry
 // ttlOwnerMask|ttl with the ttl in the low 40 bits.
@@ -39,11 +41,11 @@ func KindOfOwner(owner int64) (OwnerKind, int64) {
 // it into events for the sessions watching Path.
 type Trigger struct {
 	Path string
-	Type EventType
+	Type vocab.EventType
 	Zxid int64
 	// ACL decides who may be told (ZooKeeper since CVE-2024-23944): only a
 	// session whose identities have READ on it. It is the node's ACL at the
 	// change for the node's own events (a deleted node's last ACL), the
 	// parent's for NodeChildrenChanged. Shared, never to be modified.
-	ACL []ACL
+	ACL []vocab.ACL
 }

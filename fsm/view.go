@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"coord/vocab"
 	"coord/zxid"
 )
 
@@ -27,22 +28,22 @@ func (v *View) NodeCount() int { return v.s.nodes }
 func (v *View) node(op, path string) (*znode, error) {
 	n := v.s.lookup(path)
 	if n == nil {
-		return nil, errf(NoNode, op, path)
+		return nil, errf(vocab.NoNode, op, path)
 	}
 	return n, nil
 }
 
 // Exists returns the Stat of the node at path (no ACL check, as ZooKeeper).
-func (v *View) Exists(path string) (Stat, error) {
+func (v *View) Exists(path string) (vocab.Stat, error) {
 	n, err := v.node("exists", path)
 	if err != nil {
-		return Stat{}, err
+		return vocab.Stat{}, err
 	}
 	return n.stat(), nil
 }
 
 // GetData returns the data and Stat of the node at path if ids may read it.
-func (v *View) GetData(path string, ids []Id) ([]byte, Stat, error) {
+func (v *View) GetData(path string, ids []vocab.Id) ([]byte, vocab.Stat, error) {
 	data, st, _, err := v.GetDataKind(path, ids)
 	return data, st, err
 }
@@ -50,13 +51,13 @@ func (v *View) GetData(path string, ids []Id) ([]byte, Stat, error) {
 // GetDataKind is GetData that also answers the node's kind where Stat
 // cannot: its stored owner if it is a container or a TTL node
 // (ZooKeeper's EphemeralType encoding, which Stat shows as 0), else 0.
-func (v *View) GetDataKind(path string, ids []Id) ([]byte, Stat, int64, error) {
+func (v *View) GetDataKind(path string, ids []vocab.Id) ([]byte, vocab.Stat, int64, error) {
 	n, err := v.node("getData", path)
 	if err != nil {
-		return nil, Stat{}, 0, err
+		return nil, vocab.Stat{}, 0, err
 	}
-	if !n.acl.check(PermRead, ids) {
-		return nil, Stat{}, 0, errf(NoAuth, "getData", path)
+	if !n.acl.check(vocab.PermRead, ids) {
+		return nil, vocab.Stat{}, 0, errf(vocab.NoAuth, "getData", path)
 	}
 	var kindOwner int64
 	switch kind, _ := KindOfOwner(n.owner); kind {
@@ -68,13 +69,13 @@ func (v *View) GetDataKind(path string, ids []Id) ([]byte, Stat, int64, error) {
 
 // GetChildren returns the names of the children of path, sorted, and the
 // node's Stat (getChildren2), if ids may read it.
-func (v *View) GetChildren(path string, ids []Id) ([]string, Stat, error) {
+func (v *View) GetChildren(path string, ids []vocab.Id) ([]string, vocab.Stat, error) {
 	n, err := v.node("getChildren", path)
 	if err != nil {
-		return nil, Stat{}, err
+		return nil, vocab.Stat{}, err
 	}
-	if !n.acl.check(PermRead, ids) {
-		return nil, Stat{}, errf(NoAuth, "getChildren", path)
+	if !n.acl.check(vocab.PermRead, ids) {
+		return nil, vocab.Stat{}, errf(vocab.NoAuth, "getChildren", path)
 	}
 	names := make([]string, 0, n.kids.Len())
 	n.kids.Ascend(func(name string, _ *znode) bool {
@@ -87,29 +88,29 @@ func (v *View) GetChildren(path string, ids []Id) ([]string, Stat, error) {
 // GetACL returns the ACL and Stat of the node at path. ZooKeeper lets a
 // caller with READ or ADMIN see the ACL; one without ADMIN sees digest
 // hashes redacted.
-func (v *View) GetACL(path string, ids []Id) ([]ACL, Stat, error) {
+func (v *View) GetACL(path string, ids []vocab.Id) ([]vocab.ACL, vocab.Stat, error) {
 	n, err := v.node("getACL", path)
 	if err != nil {
-		return nil, Stat{}, err
+		return nil, vocab.Stat{}, err
 	}
-	if !n.acl.check(PermRead|PermAdmin, ids) {
-		return nil, Stat{}, errf(NoAuth, "getACL", path)
+	if !n.acl.check(vocab.PermRead|vocab.PermAdmin, ids) {
+		return nil, vocab.Stat{}, errf(vocab.NoAuth, "getACL", path)
 	}
 	acl := slices.Clone(n.acl.acls)
-	if !n.acl.check(PermAdmin, ids) {
+	if !n.acl.check(vocab.PermAdmin, ids) {
 		acl = RedactACL(acl)
 	}
 	return acl, n.stat(), nil
 }
 
 // GetAllChildrenNumber counts every descendant of path, if ids may read it.
-func (v *View) GetAllChildrenNumber(path string, ids []Id) (int, error) {
+func (v *View) GetAllChildrenNumber(path string, ids []vocab.Id) (int, error) {
 	n, err := v.node("getAllChildrenNumber", path)
 	if err != nil {
 		return 0, err
 	}
-	if !n.acl.check(PermRead, ids) {
-		return 0, errf(NoAuth, "getAllChildrenNumber", path)
+	if !n.acl.check(vocab.PermRead, ids) {
+		return 0, errf(vocab.NoAuth, "getAllChildrenNumber", path)
 	}
 	if n == v.s.root {
 		return v.s.nodes - 1, nil

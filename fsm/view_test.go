@@ -8,6 +8,7 @@ package fsm
 
 import (
 	"bytes"
+	"coord/vocab"
 	"slices"
 	"testing"
 )
@@ -22,13 +23,13 @@ func TestViewFreshTree(t *testing.T) {
 	rows := []struct {
 		path string
 		kids []string
-		stat Stat
-		acl  []ACL
+		stat vocab.Stat
+		acl  []vocab.ACL
 	}{
-		{"/", []string{"zookeeper"}, Stat{NumChildren: 1}, OpenACLUnsafe},
-		{"/zookeeper", []string{"config", "quota"}, Stat{NumChildren: 2}, OpenACLUnsafe},
-		{"/zookeeper/quota", []string{}, Stat{}, OpenACLUnsafe},
-		{"/zookeeper/config", []string{}, Stat{Aversion: -1}, ReadACLUnsafe},
+		{"/", []string{"zookeeper"}, vocab.Stat{NumChildren: 1}, vocab.OpenACLUnsafe},
+		{"/zookeeper", []string{"config", "quota"}, vocab.Stat{NumChildren: 2}, vocab.OpenACLUnsafe},
+		{"/zookeeper/quota", []string{}, vocab.Stat{}, vocab.OpenACLUnsafe},
+		{"/zookeeper/config", []string{}, vocab.Stat{Aversion: -1}, vocab.ReadACLUnsafe},
 	}
 	for _, row := range rows {
 		data, st, err := v.GetData(row.path, nil)
@@ -57,63 +58,63 @@ func TestViewFreshTree(t *testing.T) {
 
 func TestViewReads(t *testing.T) {
 	r := newApFixture(t)
-	r.ok(apCreate("/a/b/c", "c", ModePersistent))
-	r.ok(apCreate("/ab", "", ModePersistent)) // a sibling whose name extends "a"
+	r.ok(apCreate("/a/b/c", "c", vocab.ModePersistent))
+	r.ok(apCreate("/ab", "", vocab.ModePersistent)) // a sibling whose name extends "a"
 	// READ for bob, ADMIN for alice (verified: bob sees hashes redacted,
 	// alice cannot read the data but sees the whole ACL).
-	mixed := []ACL{{Perms: PermRead, ID: apBob}, {Perms: PermAdmin, ID: apAlice}}
+	mixed := []vocab.ACL{{Perms: vocab.PermRead, ID: apBob}, {Perms: vocab.PermAdmin, ID: apAlice}}
 	r.ok(apCreateACL("/mixed", mixed...))
-	r.ok(apCreateACL("/writeonly", apACL(PermWrite, "world", "anyone")))
-	r.ok(apCreateACL("/iponly", apACL(PermRead, "ip", "127.0.0.0/8")))
+	r.ok(apCreateACL("/writeonly", apACL(vocab.PermWrite, "world", "anyone")))
+	r.ok(apCreateACL("/iponly", apACL(vocab.PermRead, "ip", "127.0.0.0/8")))
 	// coord: IPv6 ACLs as in ZooKeeper 3.9.5+; 3.8.0 refuses "::1" (InvalidACL).
-	r.ok(apCreateACL("/ip6", apACL(PermRead, "ip", "::1")))
+	r.ok(apCreateACL("/ip6", apACL(vocab.PermRead, "ip", "::1")))
 	v := r.f.View()
-	redacted := []ACL{{Perms: PermRead, ID: Id{Scheme: "digest", ID: "bob:x"}}, {Perms: PermAdmin, ID: Id{Scheme: "digest", ID: "alice:x"}}}
+	redacted := []vocab.ACL{{Perms: vocab.PermRead, ID: vocab.Id{Scheme: "digest", ID: "bob:x"}}, {Perms: vocab.PermAdmin, ID: vocab.Id{Scheme: "digest", ID: "alice:x"}}}
 	lockedACL := apLocked
 
 	type read struct {
 		path string
-		ids  []Id
+		ids  []vocab.Id
 	}
 	t.Run("getData", func(t *testing.T) {
 		for _, row := range []struct {
 			read
 			data string
-			code Code
+			code vocab.Code
 		}{
-			{read{"/a", nil}, "a", OK},
-			{read{"/", nil}, "", OK},
-			{read{"", nil}, "", OK}, // "" is the root, as in ZooKeeper (verified)
-			{read{"/locked", []Id{apAlice}}, "s", OK},
-			{read{"/locked", []Id{apBob, apAlice}}, "s", OK},
-			{read{"/locked", []Id{apSuper}}, "s", OK},
-			{read{"/locked", nil}, "", NoAuth},
-			{read{"/locked", []Id{apBob}}, "", NoAuth},
-			{read{"/mixed", []Id{apBob}}, "", OK},
-			{read{"/mixed", []Id{apAlice}}, "", NoAuth}, // ADMIN is not READ
-			{read{"/writeonly", nil}, "", NoAuth},
-			{read{"/iponly", []Id{apLocal}}, "", OK},
-			{read{"/iponly", []Id{{Scheme: "ip", ID: "10.0.0.1"}}}, "", NoAuth},
-			{read{"/iponly", nil}, "", NoAuth},
-			{read{"/ip6", []Id{apLocal}}, "", NoAuth},
-			{read{"/zookeeper/config", nil}, "", OK},
-			{read{"/nope", []Id{apSuper}}, "", NoNode},
-			{read{"/a/", nil}, "", NoNode}, // ZooKeeper answers an invalid path with NoNode (verified)
-			{read{"a", nil}, "", NoNode},
-			{read{"/a//b", nil}, "", NoNode},
+			{read{"/a", nil}, "a", vocab.OK},
+			{read{"/", nil}, "", vocab.OK},
+			{read{"", nil}, "", vocab.OK}, // "" is the root, as in ZooKeeper (verified)
+			{read{"/locked", []vocab.Id{apAlice}}, "s", vocab.OK},
+			{read{"/locked", []vocab.Id{apBob, apAlice}}, "s", vocab.OK},
+			{read{"/locked", []vocab.Id{apSuper}}, "s", vocab.OK},
+			{read{"/locked", nil}, "", vocab.NoAuth},
+			{read{"/locked", []vocab.Id{apBob}}, "", vocab.NoAuth},
+			{read{"/mixed", []vocab.Id{apBob}}, "", vocab.OK},
+			{read{"/mixed", []vocab.Id{apAlice}}, "", vocab.NoAuth}, // ADMIN is not READ
+			{read{"/writeonly", nil}, "", vocab.NoAuth},
+			{read{"/iponly", []vocab.Id{apLocal}}, "", vocab.OK},
+			{read{"/iponly", []vocab.Id{{Scheme: "ip", ID: "10.0.0.1"}}}, "", vocab.NoAuth},
+			{read{"/iponly", nil}, "", vocab.NoAuth},
+			{read{"/ip6", []vocab.Id{apLocal}}, "", vocab.NoAuth},
+			{read{"/zookeeper/config", nil}, "", vocab.OK},
+			{read{"/nope", []vocab.Id{apSuper}}, "", vocab.NoNode},
+			{read{"/a/", nil}, "", vocab.NoNode}, // ZooKeeper answers an invalid path with NoNode (verified)
+			{read{"a", nil}, "", vocab.NoNode},
+			{read{"/a//b", nil}, "", vocab.NoNode},
 		} {
 			data, st, err := v.GetData(row.path, row.ids)
 			apCode(t, "getData "+row.path, err, row.code)
-			if row.code == OK && (string(data) != row.data || st.DataLength != int32(len(row.data))) {
+			if row.code == vocab.OK && (string(data) != row.data || st.DataLength != int32(len(row.data))) {
 				t.Errorf("getData %s = %q %+v, want %q", row.path, data, st, row.data)
 			}
-			if row.code != OK && (data != nil || st != (Stat{})) {
+			if row.code != vocab.OK && (data != nil || st != (vocab.Stat{})) {
 				t.Errorf("getData %s failed but returned %q %+v", row.path, data, st)
 			}
 		}
 		// The Stat is the one exists returns.
 		_, st, _ := v.GetData("/a/b", nil)
-		want := Stat{Czxid: apZ(4), Mzxid: apZ(4), Pzxid: apRowZ, Ctime: apTime(4), Mtime: apTime(4), DataLength: 1, NumChildren: 1}
+		want := vocab.Stat{Czxid: apZ(4), Mzxid: apZ(4), Pzxid: apRowZ, Ctime: apTime(4), Mtime: apTime(4), DataLength: 1, NumChildren: 1}
 		apSameStat(t, "getData /a/b", st, want)
 	})
 	t.Run("exists needs no permission", func(t *testing.T) {
@@ -123,34 +124,34 @@ func TestViewReads(t *testing.T) {
 			}
 		}
 		st, _ := v.Exists("/eph")
-		apSameStat(t, "exists /eph", st, Stat{Czxid: apZ(5), Mzxid: apZ(5), Pzxid: apZ(5), Ctime: apTime(5), Mtime: apTime(5), DataLength: 1, EphemeralOwner: apS1})
+		apSameStat(t, "exists /eph", st, vocab.Stat{Czxid: apZ(5), Mzxid: apZ(5), Pzxid: apZ(5), Ctime: apTime(5), Mtime: apTime(5), DataLength: 1, EphemeralOwner: apS1})
 		for _, p := range []string{"/nope", "/a/b/c/d", "/zookeeper/", "zookeeper"} {
 			_, err := v.Exists(p)
-			apCode(t, "exists "+p, err, NoNode)
+			apCode(t, "exists "+p, err, vocab.NoNode)
 		}
 	})
 	t.Run("getChildren", func(t *testing.T) {
 		for _, row := range []struct {
 			read
 			kids []string
-			code Code
+			code vocab.Code
 		}{
 			// coord: names come sorted; ZooKeeper's order is its HashSet's.
-			{read{"/", nil}, []string{"a", "ab", "ctr", "eph", "ip6", "iponly", "locked", "mixed", "nocreate", "nodelete", "ttl", "writeonly", "zookeeper"}, OK},
-			{read{"/a", nil}, []string{"b"}, OK},
-			{read{"/a/b/c", nil}, []string{}, OK},
-			{read{"/locked", []Id{apAlice}}, []string{"kid"}, OK},
-			{read{"/locked", nil}, nil, NoAuth},
-			{read{"/writeonly", nil}, nil, NoAuth},
-			{read{"/mixed", []Id{apAlice}}, nil, NoAuth},
-			{read{"/nope", nil}, nil, NoNode},
+			{read{"/", nil}, []string{"a", "ab", "ctr", "eph", "ip6", "iponly", "locked", "mixed", "nocreate", "nodelete", "ttl", "writeonly", "zookeeper"}, vocab.OK},
+			{read{"/a", nil}, []string{"b"}, vocab.OK},
+			{read{"/a/b/c", nil}, []string{}, vocab.OK},
+			{read{"/locked", []vocab.Id{apAlice}}, []string{"kid"}, vocab.OK},
+			{read{"/locked", nil}, nil, vocab.NoAuth},
+			{read{"/writeonly", nil}, nil, vocab.NoAuth},
+			{read{"/mixed", []vocab.Id{apAlice}}, nil, vocab.NoAuth},
+			{read{"/nope", nil}, nil, vocab.NoNode},
 		} {
 			kids, st, err := v.GetChildren(row.path, row.ids)
 			apCode(t, "getChildren "+row.path, err, row.code)
-			if !slices.Equal(kids, row.kids) || (row.code == OK && kids == nil) {
+			if !slices.Equal(kids, row.kids) || (row.code == vocab.OK && kids == nil) {
 				t.Errorf("getChildren %s = %#v, want %#v", row.path, kids, row.kids)
 			}
-			if row.code == OK && st.NumChildren != int32(len(row.kids)) {
+			if row.code == vocab.OK && st.NumChildren != int32(len(row.kids)) {
 				t.Errorf("getChildren %s stat %+v", row.path, st)
 			}
 		}
@@ -158,34 +159,34 @@ func TestViewReads(t *testing.T) {
 	t.Run("getACL", func(t *testing.T) {
 		for _, row := range []struct {
 			read
-			acl  []ACL
-			code Code
+			acl  []vocab.ACL
+			code vocab.Code
 		}{
-			{read{"/a", nil}, OpenACLUnsafe, OK},
-			{read{"/mixed", []Id{apAlice}}, mixed, OK},        // ADMIN: the hashes
-			{read{"/mixed", []Id{apBob}}, redacted, OK},       // READ only: redacted
-			{read{"/mixed", []Id{apBob, apAlice}}, mixed, OK}, // both
-			{read{"/mixed", []Id{apSuper}}, mixed, OK},
-			{read{"/mixed", nil}, nil, NoAuth},
-			{read{"/locked", []Id{apAlice}}, lockedACL, OK},
-			{read{"/locked", nil}, nil, NoAuth},
-			{read{"/locked", []Id{apBob}}, nil, NoAuth},
-			{read{"/writeonly", nil}, nil, NoAuth}, // WRITE is not enough (verified)
-			{read{"/nocreate", nil}, ReadACLUnsafe, OK},
-			{read{"/zookeeper/config", nil}, ReadACLUnsafe, OK},
-			{read{"/nope", []Id{apSuper}}, nil, NoNode},
+			{read{"/a", nil}, vocab.OpenACLUnsafe, vocab.OK},
+			{read{"/mixed", []vocab.Id{apAlice}}, mixed, vocab.OK},        // ADMIN: the hashes
+			{read{"/mixed", []vocab.Id{apBob}}, redacted, vocab.OK},       // READ only: redacted
+			{read{"/mixed", []vocab.Id{apBob, apAlice}}, mixed, vocab.OK}, // both
+			{read{"/mixed", []vocab.Id{apSuper}}, mixed, vocab.OK},
+			{read{"/mixed", nil}, nil, vocab.NoAuth},
+			{read{"/locked", []vocab.Id{apAlice}}, lockedACL, vocab.OK},
+			{read{"/locked", nil}, nil, vocab.NoAuth},
+			{read{"/locked", []vocab.Id{apBob}}, nil, vocab.NoAuth},
+			{read{"/writeonly", nil}, nil, vocab.NoAuth}, // WRITE is not enough (verified)
+			{read{"/nocreate", nil}, vocab.ReadACLUnsafe, vocab.OK},
+			{read{"/zookeeper/config", nil}, vocab.ReadACLUnsafe, vocab.OK},
+			{read{"/nope", []vocab.Id{apSuper}}, nil, vocab.NoNode},
 		} {
 			acl, st, err := v.GetACL(row.path, row.ids)
 			apCode(t, "getACL "+row.path, err, row.code)
 			if !slices.Equal(acl, row.acl) {
 				t.Errorf("getACL %s as %v = %v, want %v", row.path, row.ids, acl, row.acl)
 			}
-			if row.code == OK && st.Czxid == 0 && row.path != "/zookeeper/config" {
+			if row.code == vocab.OK && st.Czxid == 0 && row.path != "/zookeeper/config" {
 				t.Errorf("getACL %s stat %+v", row.path, st)
 			}
 		}
 		// The stored ACL is not changed by redacting a copy.
-		if acl, _, _ := v.GetACL("/mixed", []Id{apSuper}); !slices.Equal(acl, mixed) {
+		if acl, _, _ := v.GetACL("/mixed", []vocab.Id{apSuper}); !slices.Equal(acl, mixed) {
 			t.Errorf("after a redacted read the ACL is %v", acl)
 		}
 	})
@@ -193,16 +194,16 @@ func TestViewReads(t *testing.T) {
 		for _, row := range []struct {
 			read
 			n    int
-			code Code
+			code vocab.Code
 		}{
-			{read{"/", nil}, 4 + 10 + 6 - 1, OK}, // every node but the root
-			{read{"/a", nil}, 2, OK},             // /a/b and /a/b/c, not /ab
-			{read{"/a/b", nil}, 1, OK},
-			{read{"/a/b/c", nil}, 0, OK},
-			{read{"/zookeeper", nil}, 2, OK},
-			{read{"/locked", []Id{apAlice}}, 1, OK},
-			{read{"/locked", nil}, 0, NoAuth}, // verified
-			{read{"/nope", nil}, 0, NoNode},
+			{read{"/", nil}, 4 + 10 + 6 - 1, vocab.OK}, // every node but the root
+			{read{"/a", nil}, 2, vocab.OK},             // /a/b and /a/b/c, not /ab
+			{read{"/a/b", nil}, 1, vocab.OK},
+			{read{"/a/b/c", nil}, 0, vocab.OK},
+			{read{"/zookeeper", nil}, 2, vocab.OK},
+			{read{"/locked", []vocab.Id{apAlice}}, 1, vocab.OK},
+			{read{"/locked", nil}, 0, vocab.NoAuth}, // verified
+			{read{"/nope", nil}, 0, vocab.NoNode},
 		} {
 			n, err := v.GetAllChildrenNumber(row.path, row.ids)
 			apCode(t, "getAllChildrenNumber "+row.path, err, row.code)
@@ -217,9 +218,9 @@ func TestViewGetEphemerals(t *testing.T) {
 	// ZooKeeper's getEphemerals(prefix) keeps the paths that start with
 	// prefix as strings ("/e" also matches "/eph"); "/" and "" mean all.
 	r := newApFixture(t)
-	r.ok(apAs(apS1, apCreate("/a/e1", "", ModeEphemeral)))
-	q := r.ok(apAs(apS1, apCreate("/a/q-", "", ModeEphemeralSequential))).Path
-	r.ok(apAs(apS2, apCreate("/a/e2", "", ModeEphemeral)))
+	r.ok(apAs(apS1, apCreate("/a/e1", "", vocab.ModeEphemeral)))
+	q := r.ok(apAs(apS1, apCreate("/a/q-", "", vocab.ModeEphemeralSequential))).Path
+	r.ok(apAs(apS2, apCreate("/a/e2", "", vocab.ModeEphemeral)))
 	v := r.f.View()
 	for _, row := range []struct {
 		session int64
@@ -260,9 +261,9 @@ func TestViewIsImmutable(t *testing.T) {
 	digest := old.Digest()
 	r.ok(apSet("/a", "changed", -1))
 	r.ok(apDelete("/a/b", -1))
-	r.ok(apCreate("/new", "", ModePersistent))
-	r.ok(apAuth(apSetACL("/nocreate", -1, OpenACLUnsafe...), apSuper))
-	r.apply(apMulti(apCreate("/m", "", ModePersistent), apDelete("/nope", -1)))
+	r.ok(apCreate("/new", "", vocab.ModePersistent))
+	r.ok(apAuth(apSetACL("/nocreate", -1, vocab.OpenACLUnsafe...), apSuper))
+	r.apply(apMulti(apCreate("/m", "", vocab.ModePersistent), apDelete("/nope", -1)))
 	r.ok(Command{Type: CmdCloseSession, Session: apS1})
 	if data, st, _ := old.GetData("/a", nil); string(data) != "a" || st.Version != 0 {
 		t.Errorf("old view /a = %q %+v", data, st)
@@ -273,7 +274,7 @@ func TestViewIsImmutable(t *testing.T) {
 	if _, err := old.Exists("/new"); err == nil {
 		t.Errorf("old view sees /new")
 	}
-	if acl, _, _ := old.GetACL("/nocreate", nil); !slices.Equal(acl, ReadACLUnsafe) {
+	if acl, _, _ := old.GetACL("/nocreate", nil); !slices.Equal(acl, vocab.ReadACLUnsafe) {
 		t.Errorf("old view ACL %v", acl)
 	}
 	if e := old.GetEphemerals(apS1, "/"); !slices.Equal(e, []string{"/eph"}) {
@@ -301,15 +302,15 @@ func TestViewContainerCandidatesAndExpiredTTLs(t *testing.T) {
 	// child and has none now (a never-used one stays); a ttl node once it has
 	// no children and now - mtime > ttl.
 	r := newApFixture(t)
-	r.ok(apCreate("/c2", "", ModeContainer))
-	r.ok(apCreate("/c2/k", "", ModePersistent))
-	r.ok(apCreate("/c3", "", ModeContainer))
-	r.ok(apCreate("/c3/k", "", ModePersistent))
+	r.ok(apCreate("/c2", "", vocab.ModeContainer))
+	r.ok(apCreate("/c2/k", "", vocab.ModePersistent))
+	r.ok(apCreate("/c3", "", vocab.ModeContainer))
+	r.ok(apCreate("/c3/k", "", vocab.ModePersistent))
 	r.ok(apDelete("/c3/k", -1))
-	r.ok(apCreateTTL("/t2", ModePersistentTTL, 10))
+	r.ok(apCreateTTL("/t2", vocab.ModePersistentTTL, 10))
 	t2 := r.now
-	r.ok(apCreateTTL("/t3", ModePersistentTTL, 10))
-	r.ok(apCreate("/t3/k", "", ModePersistent))
+	r.ok(apCreateTTL("/t3", vocab.ModePersistentTTL, 10))
+	r.ok(apCreate("/t3/k", "", vocab.ModePersistent))
 	v := r.f.View()
 	if got := v.ContainerCandidates(); !slices.Equal(got, []string{"/c3"}) {
 		t.Errorf("ContainerCandidates = %v, want [/c3]", got)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // TestAddVoterByRaftAddressThenLead: a server added by its raft address
@@ -49,7 +49,7 @@ func TestAddVoterByRaftAddressThenLead(t *testing.T) {
 		}
 	}
 	sess := newSession(t, other.GRPCAddr())
-	mustOK(t, sess.create("/through-s4", "x", fsm.ModePersistent))
+	mustOK(t, sess.create("/through-s4", "x", vocab.ModePersistent))
 	resp, err := adminClient(t, other.GRPCAddr()).Members(ctx, &api.MembersRequest{})
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"coord/api"
 	"coord/fsm"
 	"coord/server/replica"
+	"coord/vocab"
 )
 
 // adminService serves operators (coordctl) and the leader's catch-up checks.
@@ -135,14 +136,14 @@ func superDigestMatches(userPassword, superDigest string) bool {
 
 // callerX509 is the x509 identity of an Admin call's verified client
 // certificate, if it came over TLS with one.
-func callerX509(ctx context.Context) (fsm.Id, bool) {
+func callerX509(ctx context.Context) (vocab.Id, bool) {
 	p, ok := peer.FromContext(ctx)
 	if !ok {
-		return fsm.Id{}, false
+		return vocab.Id{}, false
 	}
 	info, ok := p.AuthInfo.(credentials.TLSInfo)
 	if !ok {
-		return fsm.Id{}, false
+		return vocab.Id{}, false
 	}
 	return x509Identity(&info.State)
 }
@@ -385,7 +386,7 @@ func (a *adminService) KillSession(ctx context.Context, req *api.KillSessionRequ
 		err = res.Res.Err
 	}
 	if err != nil {
-		if fsm.CodeOf(err) == fsm.SessionExpired || fsm.CodeOf(err) == fsm.NoNode {
+		if vocab.CodeOf(err) == vocab.SessionExpired || vocab.CodeOf(err) == vocab.NoNode {
 			return nil, status.Errorf(codes.NotFound, "no session 0x%x", req.Id)
 		}
 		return nil, status.Errorf(codes.Unavailable, "closing session 0x%x: %v", req.Id, err)

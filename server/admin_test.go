@@ -20,6 +20,7 @@ import (
 	"coord/api"
 	"coord/fsm"
 	"coord/server/replica"
+	"coord/vocab"
 )
 
 // saveSnapshot streams a server's state through Admin.SaveSnapshot.
@@ -95,7 +96,7 @@ func TestAdminSessionsHashKVSnapshot(t *testing.T) {
 	li := c.Leader()
 	here := c.Servers[(li+1)%3]
 	s := newSession(t, here.GRPCAddr())
-	mustOK(t, s.create("/e", "", fsm.ModeEphemeral))
+	mustOK(t, s.create("/e", "", vocab.ModeEphemeral))
 	mustOK(t, s.sync())
 
 	resp, err := adminClient(t, here.GRPCAddr()).Sessions(ctx, &api.SessionsRequest{})
@@ -125,8 +126,8 @@ func TestAdminSessionsHashKVSnapshot(t *testing.T) {
 	}
 	w := newSession(t, here.GRPCAddr())
 	mustOK(t, w.sync())
-	if r := w.do(&api.Request{Op: &api.Request_Exists{Exists: &api.ExistsRequest{Path: "/e"}}}); r.Err != int32(fsm.NoNode) {
-		t.Fatalf("the killed session's ephemeral: %v", fsm.Code(r.Err))
+	if r := w.do(&api.Request{Op: &api.Request_Exists{Exists: &api.ExistsRequest{Path: "/e"}}}); r.Err != int32(vocab.NoNode) {
+		t.Fatalf("the killed session's ephemeral: %v", vocab.Code(r.Err))
 	}
 
 	// The same digest everywhere at one index. A server answers at the
@@ -229,5 +230,5 @@ func TestAdminSessionsHashKVSnapshot(t *testing.T) {
 		t.Fatalf("the restored server's state has digest %x, want %x", d, snapDigest)
 	}
 	rs := newSession(t, restored.GRPCAddr())
-	mustOK(t, rs.create("/after-restore", "x", fsm.ModePersistent))
+	mustOK(t, rs.create("/after-restore", "x", vocab.ModePersistent))
 }

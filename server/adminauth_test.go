@@ -22,6 +22,7 @@ import (
 	"coord/api"
 	"coord/fsm"
 	"coord/server/replica"
+	"coord/vocab"
 )
 
 // protectedAdminCalls are the Admin methods that reveal data or sessions
@@ -140,7 +141,7 @@ func TestAdminAuth(t *testing.T) {
 	leader := c.Servers[li]
 	follower := c.Servers[(li+1)%3]
 	victim := sessionOn(t, follower.GRPCAddr(), tlsCreds())
-	mustOK(t, victim.create("/victim-lock", "", fsm.ModeEphemeral))
+	mustOK(t, victim.create("/victim-lock", "", vocab.ModeEphemeral))
 	mustOK(t, victim.sync())
 	before := membership(t, leader)
 
@@ -231,7 +232,7 @@ func TestAdminAuth(t *testing.T) {
 		t.Fatalf("KillSession with the admin certificate: %v", err)
 	}
 	mustOK(t, w.sync())
-	if r := w.get("/victim-lock", false); r.Err != int32(fsm.NoNode) {
+	if r := w.get("/victim-lock", false); r.Err != int32(vocab.NoNode) {
 		t.Fatalf("the killed session's lock: %v", r)
 	}
 	if r, err := super.TransferLeadership(ctx, &api.TransferLeadershipRequest{}); err != nil || r.LeaderId == leader.ID() {
@@ -282,7 +283,7 @@ func TestSaveSnapshotHoldsNoPasswords(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	s := newSession(t, srv.GRPCAddr())
-	mustOK(t, s.create("/held", "", fsm.ModeEphemeral))
+	mustOK(t, s.create("/held", "", vocab.ModeEphemeral))
 	mustOK(t, s.sync())
 	info, ok := srv.View().Session(s.id)
 	if !ok || len(info.Password) != 16 || !bytes.Equal(info.Password, s.pw) {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // TestAuditEveryPathOnce: every committed write is in the audit log once,
@@ -31,10 +31,10 @@ func TestAuditEveryPathOnce(t *testing.T) {
 
 	writer := newSession(t, follower.GRPCAddr())
 	mustOK(t, writer.do(&api.Request{Op: &api.Request_Auth{Auth: &api.AuthRequest{Scheme: "digest", Auth: []byte("alice:pw")}}}))
-	mustOK(t, writer.create("/audited", "1", fsm.ModePersistent))
+	mustOK(t, writer.create("/audited", "1", vocab.ModePersistent))
 
 	killed := newSession(t, follower.GRPCAddr())
-	mustOK(t, killed.create("/killed-eph", "", fsm.ModeEphemeral))
+	mustOK(t, killed.create("/killed-eph", "", vocab.ModeEphemeral))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := adminClient(t, follower.GRPCAddr()).KillSession(ctx, &api.KillSessionRequest{Id: killed.id}); err != nil {
@@ -45,7 +45,7 @@ func TestAuditEveryPathOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustOK(t, expiring.create("/expiring-eph", "", fsm.ModeEphemeral))
+	mustOK(t, expiring.create("/expiring-eph", "", vocab.ModeEphemeral))
 	expiring.drop()
 	deadline := time.Now().Add(15 * time.Second)
 	for {

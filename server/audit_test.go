@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // -audit-log records each write of the server's clients (session, users,
@@ -18,14 +18,14 @@ func TestAuditLog(t *testing.T) {
 	c := NewTestClusterWith(t, 1, 0, func(cfg *Config) { cfg.AuditLog = path })
 	s := newSession(t, c.Servers[0].GRPCAddr())
 	mustOK(t, s.do(&api.Request{Op: &api.Request_Auth{Auth: &api.AuthRequest{Scheme: "digest", Auth: []byte("alice:pw")}}}))
-	mustOK(t, s.create("/a", "1", fsm.ModePersistent))
-	mustOK(t, s.create("/a/e-", "", fsm.ModeEphemeralSequential))
-	if r := s.do(&api.Request{Op: &api.Request_SetData{SetData: &api.SetDataRequest{Path: "/a", Data: []byte("2"), Version: 9}}}); r.Err != int32(fsm.BadVersion) {
-		t.Fatalf("setData with a wrong version: %v", fsm.Code(r.Err))
+	mustOK(t, s.create("/a", "1", vocab.ModePersistent))
+	mustOK(t, s.create("/a/e-", "", vocab.ModeEphemeralSequential))
+	if r := s.do(&api.Request{Op: &api.Request_SetData{SetData: &api.SetDataRequest{Path: "/a", Data: []byte("2"), Version: 9}}}); r.Err != int32(vocab.BadVersion) {
+		t.Fatalf("setData with a wrong version: %v", vocab.Code(r.Err))
 	}
 	mustOK(t, s.do(&api.Request{Op: &api.Request_Delete{Delete: &api.DeleteRequest{Path: "/a/e-0000000000", Version: -1}}}))
-	if r := s.do(&api.Request{Op: &api.Request_Auth{Auth: &api.AuthRequest{Scheme: "digest", Auth: []byte{0xff}}}}); r.Err != int32(fsm.AuthFailed) {
-		t.Fatalf("auth with bad bytes: %v", fsm.Code(r.Err))
+	if r := s.do(&api.Request{Op: &api.Request_Auth{Auth: &api.AuthRequest{Scheme: "digest", Auth: []byte{0xff}}}}); r.Err != int32(vocab.AuthFailed) {
+		t.Fatalf("auth with bad bytes: %v", vocab.Code(r.Err))
 	}
 	c.Servers[0].Close()
 

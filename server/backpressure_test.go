@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 	"coord/zk"
 )
 
@@ -51,7 +51,7 @@ func TestUnreadRepliesAreBounded(t *testing.T) {
 	c := NewTestCluster(t, 1, 0)
 	s := c.Servers[0]
 	setup := newSession(t, s.GRPCAddr())
-	mustOK(t, setup.create("/small", "0123456789", fsm.ModePersistent))
+	mustOK(t, setup.create("/small", "0123456789", vocab.ModePersistent))
 
 	before := heapInUse()
 	r := dialZK(t, s.ZKAddr())
@@ -83,7 +83,7 @@ func TestUnreadRepliesAreBounded(t *testing.T) {
 
 	// Others are served meanwhile.
 	other := newSession(t, s.GRPCAddr())
-	mustOK(t, other.create("/other", "", fsm.ModePersistent))
+	mustOK(t, other.create("/other", "", vocab.ModePersistent))
 
 	// The flooding session gets every reply, in order, when it reads (and
 	// writes the rest of its requests meanwhile).
@@ -99,7 +99,7 @@ func TestUnreadRepliesAreBounded(t *testing.T) {
 			t.Fatalf("reply %d: %v", i, err)
 		}
 		var h zk.ReplyHeader
-		if err := h.Decode(zk.NewDecoder(frame)); err != nil || h.Xid != int32(i) || h.Err != fsm.OK {
+		if err := h.Decode(zk.NewDecoder(frame)); err != nil || h.Xid != int32(i) || h.Err != vocab.OK {
 			t.Fatalf("reply %d: xid %d err %v (%v)", i, h.Xid, h.Err, err)
 		}
 	}
@@ -120,7 +120,7 @@ func TestUnreadRepliesAreBoundedOverGRPC(t *testing.T) {
 	c := NewTestCluster(t, 1, 0)
 	s := c.Servers[0]
 	setup := newSession(t, s.GRPCAddr())
-	mustOK(t, setup.create("/small", "0123456789", fsm.ModePersistent))
+	mustOK(t, setup.create("/small", "0123456789", vocab.ModePersistent))
 	before := heapInUse()
 	rs := newSession(t, s.GRPCAddr())
 	const n = 100_000

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // A 3-voter + 1-observer cluster: writes through any server are visible on
@@ -18,7 +18,7 @@ func TestClusterReplicates(t *testing.T) {
 		sessions[i] = newSession(t, srv.GRPCAddr())
 	}
 	for i, s := range sessions {
-		mustOK(t, s.create(fmt.Sprintf("/from-%d", i), fmt.Sprint(i), fsm.ModePersistent))
+		mustOK(t, s.create(fmt.Sprintf("/from-%d", i), fmt.Sprint(i), vocab.ModePersistent))
 	}
 	for i, s := range sessions {
 		mustOK(t, s.sync())
@@ -46,11 +46,11 @@ func TestLeaderKill(t *testing.T) {
 	li := c.Leader()
 	follower := (li + 1) % 3
 	owner := newSession(t, c.Servers[follower].GRPCAddr())
-	mustOK(t, owner.create("/eph", "", fsm.ModeEphemeral))
+	mustOK(t, owner.create("/eph", "", vocab.ModeEphemeral))
 	writer := newSession(t, c.Servers[li].GRPCAddr())
 	acked := 0
 	for i := 0; i < 50; i++ {
-		mustOK(t, writer.create(fmt.Sprintf("/k%02d", i), "", fsm.ModePersistent))
+		mustOK(t, writer.create(fmt.Sprintf("/k%02d", i), "", vocab.ModePersistent))
 		acked++
 	}
 	killed := c.Servers[li]
@@ -74,7 +74,7 @@ func TestLeaderKill(t *testing.T) {
 		t.Fatalf("ephemeral owner %x, session %x", st.EphemeralOwner, owner.id)
 	}
 	// Writes work under the new leader.
-	mustOK(t, moved.create("/after", "", fsm.ModePersistent))
+	mustOK(t, moved.create("/after", "", vocab.ModePersistent))
 }
 
 // WaitConverged waits until every running server has applied the same index
@@ -116,12 +116,12 @@ func TestSessionExpiry(t *testing.T) {
 	if doomed.timeout != 400 {
 		t.Fatalf("negotiated %d ms", doomed.timeout)
 	}
-	mustOK(t, doomed.create("/doomed", "", fsm.ModeEphemeral))
+	mustOK(t, doomed.create("/doomed", "", vocab.ModeEphemeral))
 	live, err := dialSession(t, c.Servers[1].GRPCAddr(), &api.ConnectRequest{TimeoutMs: 400})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustOK(t, live.create("/live", "", fsm.ModeEphemeral))
+	mustOK(t, live.create("/live", "", vocab.ModeEphemeral))
 	var watchers []*rawSession
 	for _, srv := range c.Servers {
 		w := newSession(t, srv.GRPCAddr())
@@ -143,14 +143,14 @@ func TestSessionExpiry(t *testing.T) {
 			case <-time.After(80 * time.Millisecond):
 			}
 			if r := live.ping(); r.Err != 0 {
-				done <- fmt.Errorf("ping: %v", fsm.Code(r.Err))
+				done <- fmt.Errorf("ping: %v", vocab.Code(r.Err))
 				return
 			}
 		}
 	}()
 	for i, w := range watchers {
 		ev := w.nextEvent(5 * time.Second)
-		if ev.Path != "/doomed" || fsm.EventType(ev.Type) != fsm.EventNodeDeleted {
+		if ev.Path != "/doomed" || vocab.EventType(ev.Type) != vocab.EventNodeDeleted {
 			t.Fatalf("watcher on server %d got %+v", i, ev)
 		}
 	}
@@ -203,11 +203,11 @@ func TestRestartFollowerCatchesUp(t *testing.T) {
 			p := fmt.Sprintf("/n%03d", i)
 			for try := 0; ; try++ {
 				r, err := s.tryDo(&api.Request{Op: &api.Request_Create{Create: &api.CreateRequest{Path: p, Data: []byte("x"),
-					Mode: int32(fsm.ModePersistent), Acl: []*api.ACL{{Perms: int32(fsm.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}}}})
-				if err == nil && (r.Err == 0 || try > 0 && fsm.Code(r.Err) == fsm.NodeExists) {
+					Mode: int32(vocab.ModePersistent), Acl: []*api.ACL{{Perms: int32(vocab.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}}}})
+				if err == nil && (r.Err == 0 || try > 0 && vocab.Code(r.Err) == vocab.NodeExists) {
 					break
 				}
-				if try == 5 || err == nil && fsm.Code(r.Err) != fsm.ConnectionLoss {
+				if try == 5 || err == nil && vocab.Code(r.Err) != vocab.ConnectionLoss {
 					t.Fatalf("create %s: %v %v", p, err, r)
 				}
 				t.Logf("create %s: %v %v; again on a new session", p, err, r)
@@ -253,7 +253,7 @@ func TestWatchOrderingAndFIFO(t *testing.T) {
 	li := c.Leader()
 	reader := newSession(t, c.Servers[(li+1)%3].GRPCAddr())
 	writer := newSession(t, c.Servers[li].GRPCAddr())
-	mustOK(t, writer.create("/w", "0", fsm.ModePersistent))
+	mustOK(t, writer.create("/w", "0", vocab.ModePersistent))
 	mustOK(t, reader.sync())
 	const rounds = 200
 	writerDone := make(chan struct{})
@@ -304,7 +304,7 @@ func TestWatchOrderingAndFIFO(t *testing.T) {
 			if len(reader.events) == 0 {
 				t.Fatalf("read %q (watch set at %q) before its event", r.GetGetData().Data, reg)
 			}
-			if ev := reader.events[0]; ev.Path != "/w" || fsm.EventType(ev.Type) != fsm.EventNodeDataChanged {
+			if ev := reader.events[0]; ev.Path != "/w" || vocab.EventType(ev.Type) != vocab.EventNodeDataChanged {
 				t.Fatalf("event %+v", ev)
 			}
 			changes++
@@ -328,7 +328,7 @@ func TestWatchOrderingAndFIFO(t *testing.T) {
 	var xids []int64
 	for i := 0; i < 100; i++ {
 		xids = append(xids, reader.send(&api.Request{Op: &api.Request_Create{Create: &api.CreateRequest{
-			Path: fmt.Sprintf("/f%03d", i), Acl: []*api.ACL{{Perms: int32(fsm.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}}}}))
+			Path: fmt.Sprintf("/f%03d", i), Acl: []*api.ACL{{Perms: int32(vocab.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}}}}))
 		xids = append(xids, reader.send(&api.Request{Op: &api.Request_Exists{Exists: &api.ExistsRequest{Path: fmt.Sprintf("/f%03d", i)}}}))
 	}
 	for _, x := range xids {
@@ -345,7 +345,7 @@ func TestMembershipChanges(t *testing.T) {
 	c.Add(false)
 	c.WaitMembers(4, 1)
 	s := newSession(t, c.Servers[3].GRPCAddr()) // the observer
-	mustOK(t, s.create("/via-observer", "", fsm.ModePersistent))
+	mustOK(t, s.create("/via-observer", "", vocab.ModePersistent))
 	li := c.Leader()
 	victim := (li + 1) % 3
 	admin := &adminService{s: c.Servers[li], peer: true}
@@ -365,12 +365,12 @@ func TestMembershipChanges(t *testing.T) {
 	// and drops the connection, as ZooKeeper does on a leader change; the
 	// client re-attaches and goes on.
 	for try := 0; ; try++ {
-		r := s.create("/after-transfer", "", fsm.ModePersistent)
+		r := s.create("/after-transfer", "", vocab.ModePersistent)
 		if r.Err == 0 {
 			break
 		}
-		if fsm.Code(r.Err) != fsm.ConnectionLoss || try == 20 {
-			t.Fatalf("create after transfer: %v", fsm.Code(r.Err))
+		if vocab.Code(r.Err) != vocab.ConnectionLoss || try == 20 {
+			t.Fatalf("create after transfer: %v", vocab.Code(r.Err))
 		}
 		time.Sleep(50 * time.Millisecond)
 		// While the observer still learns of the new leader, the re-attach
@@ -414,7 +414,7 @@ func TestFollowersApplyCommitsAtOnce(t *testing.T) {
 
 	// Writes on the leader reach both followers through their streams.
 	ls := newSession(t, c.Servers[li].GRPCAddr())
-	mustOK(t, ls.create("/fast", "0", fsm.ModePersistent))
+	mustOK(t, ls.create("/fast", "0", vocab.ModePersistent))
 	before1, before2 := f1.rep.Stats().FastApplied, f2.rep.Stats().FastApplied
 	for i := 1; i <= 10; i++ {
 		mustOK(t, ls.set("/fast", fmt.Sprint(i)))
@@ -458,7 +458,7 @@ func TestCommitNotices(t *testing.T) {
 			c.WaitConverged()
 			ls := newSession(t, c.Servers[li].GRPCAddr())
 			rs := newSession(t, f1.GRPCAddr())
-			mustOK(t, ls.create("/notice", "0", fsm.ModePersistent))
+			mustOK(t, ls.create("/notice", "0", vocab.ModePersistent))
 			n1, n2 := f1.rep.Stats().NoticesRead, f2.rep.Stats().NoticesRead
 			const writes = 100
 			fresh1 := 0

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"coord/vocab"
 	"fmt"
 	"math"
 	"os/exec"
@@ -8,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"coord/fsm"
 )
 
 // Below MinFreeDisk a server refuses writes with an error, keeps serving
@@ -18,19 +17,19 @@ func TestDiskLowRefusesWrites(t *testing.T) {
 	c := NewTestCluster(t, 1, 0)
 	srv := c.Servers[0]
 	s := newSession(t, srv.GRPCAddr())
-	mustOK(t, s.create("/before", "", fsm.ModePersistent))
+	mustOK(t, s.create("/before", "", vocab.ModePersistent))
 	srv.cfg.MinFreeDisk = math.MaxUint64
 	srv.checkDisk()
-	if r := s.create("/during", "", fsm.ModePersistent); fsm.Code(r.Err) != fsm.SystemError {
-		t.Fatalf("write on a full disk: %v", fsm.Code(r.Err))
+	if r := s.create("/during", "", vocab.ModePersistent); vocab.Code(r.Err) != vocab.SystemError {
+		t.Fatalf("write on a full disk: %v", vocab.Code(r.Err))
 	}
 	mustOK(t, s.get("/before", false))
-	if r := s.get("/during", false); fsm.Code(r.Err) != fsm.NoNode {
+	if r := s.get("/during", false); vocab.Code(r.Err) != vocab.NoNode {
 		t.Fatalf("refused write left %v", r)
 	}
 	srv.cfg.MinFreeDisk = 0
 	srv.checkDisk()
-	mustOK(t, s.create("/after", "", fsm.ModePersistent))
+	mustOK(t, s.create("/after", "", vocab.ModePersistent))
 }
 
 // A write through a follower that the leader refuses for its disk gets the
@@ -41,16 +40,16 @@ func TestLeaderDiskLowRefusesForwardedWrites(t *testing.T) {
 	li := c.Leader()
 	leader := c.Servers[li]
 	s := newSession(t, c.Servers[(li+1)%3].GRPCAddr())
-	mustOK(t, s.create("/before", "", fsm.ModePersistent))
+	mustOK(t, s.create("/before", "", vocab.ModePersistent))
 	leader.cfg.MinFreeDisk = math.MaxUint64
 	leader.checkDisk()
-	if r := s.create("/during", "", fsm.ModePersistent); fsm.Code(r.Err) != fsm.SystemError {
-		t.Fatalf("forwarded write to a leader with a full disk: %v", fsm.Code(r.Err))
+	if r := s.create("/during", "", vocab.ModePersistent); vocab.Code(r.Err) != vocab.SystemError {
+		t.Fatalf("forwarded write to a leader with a full disk: %v", vocab.Code(r.Err))
 	}
 	mustOK(t, s.get("/before", false)) // same connection
 	leader.cfg.MinFreeDisk = 0
 	leader.checkDisk()
-	mustOK(t, s.create("/after", "", fsm.ModePersistent))
+	mustOK(t, s.create("/after", "", vocab.ModePersistent))
 }
 
 // On a real, small filesystem that fills up, the server refuses writes
@@ -95,10 +94,10 @@ func testDiskFillsUp(t *testing.T, kind string) {
 		if i > 1000 {
 			t.Fatal("the disk never filled")
 		}
-		r := s.create(fmt.Sprintf("/blob%04d", i), blob, fsm.ModePersistent)
+		r := s.create(fmt.Sprintf("/blob%04d", i), blob, vocab.ModePersistent)
 		if r.Err != 0 {
-			if fsm.Code(r.Err) != fsm.SystemError {
-				t.Fatalf("write %d on a filling disk: %v", i, fsm.Code(r.Err))
+			if vocab.Code(r.Err) != vocab.SystemError {
+				t.Fatalf("write %d on a filling disk: %v", i, vocab.Code(r.Err))
 			}
 			break
 		}

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // The leader removes an emptied container and a lapsed TTL node through the
@@ -14,17 +14,17 @@ import (
 func TestLeaderRemovesContainersAndTTLNodes(t *testing.T) {
 	c := NewTestCluster(t, 3, 0)
 	s := newSession(t, c.Servers[(c.Leader()+1)%3].GRPCAddr())
-	mustOK(t, s.create("/ctr", "", fsm.ModeContainer))
-	mustOK(t, s.create("/ctr/child", "", fsm.ModePersistent))
-	mustOK(t, s.create("/unused", "", fsm.ModeContainer))
+	mustOK(t, s.create("/ctr", "", vocab.ModeContainer))
+	mustOK(t, s.create("/ctr/child", "", vocab.ModePersistent))
+	mustOK(t, s.create("/unused", "", vocab.ModeContainer))
 	ttl := func(path string) {
 		t.Helper()
-		mustOK(t, s.do(&api.Request{Op: &api.Request_Create{Create: &api.CreateRequest{Path: path, Mode: int32(fsm.ModePersistentTTL), Ttl: 300,
-			Acl: []*api.ACL{{Perms: int32(fsm.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}}}}))
+		mustOK(t, s.do(&api.Request{Op: &api.Request_Create{Create: &api.CreateRequest{Path: path, Mode: int32(vocab.ModePersistentTTL), Ttl: 300,
+			Acl: []*api.ACL{{Perms: int32(vocab.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}}}}))
 	}
 	ttl("/ttl")
 	ttl("/ttl-parent")
-	mustOK(t, s.create("/ttl-parent/kid", "", fsm.ModePersistent))
+	mustOK(t, s.create("/ttl-parent/kid", "", vocab.ModePersistent))
 	mustOK(t, s.do(&api.Request{Op: &api.Request_Delete{Delete: &api.DeleteRequest{Path: "/ctr/child", Version: -1}}}))
 
 	deadline := time.Now().Add(10 * time.Second)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // Servers that know only one member's gossip address join the cluster: the
@@ -27,7 +27,7 @@ func TestGossipJoin(t *testing.T) {
 	}
 	c.WaitMembers(3, 1)
 	s := newSession(t, c.Servers[2].GRPCAddr())
-	mustOK(t, s.create("/joined", "", fsm.ModePersistent))
+	mustOK(t, s.create("/joined", "", vocab.ModePersistent))
 
 	admin := &adminService{s: c.Servers[c.Leader()]}
 	alive := func() map[string]bool {

@@ -16,6 +16,7 @@ import (
 	"coord/api"
 	"coord/fsm"
 	"coord/server/sessions"
+	"coord/vocab"
 	"coord/watch"
 )
 
@@ -249,14 +250,14 @@ func requestFromAPI(r *api.Request) *sessions.Request {
 		req.Kind = sessions.OpRefuse
 	}
 	if req.Kind == sessions.OpRefuse {
-		req.Code = fsm.Unimplemented
+		req.Code = vocab.Unimplemented
 	}
 	return req
 }
 
 func createFromAPI(r *api.CreateRequest) fsm.Op {
 	return fsm.Op{Type: fsm.CmdCreate, Path: r.Path, Data: sessions.WireData(r.Data, r.NullData), ACL: api.ACLFromAPI(r.Acl),
-		Mode: fsm.CreateMode(r.Mode), TTL: r.Ttl}
+		Mode: vocab.CreateMode(r.Mode), TTL: r.Ttl}
 }
 
 func deleteFromAPI(r *api.DeleteRequest) fsm.Op {
@@ -296,7 +297,7 @@ func replyToAPI(r *sessions.Reply) *api.Response {
 		resp.Result = &api.Response_Create{Create: &api.CreateResponse{Path: r.Path, Stat: api.StatToAPI(r.Stat)}}
 	case sessions.BodyStat:
 		sr := &api.StatResponse{}
-		if r.Err == fsm.OK {
+		if r.Err == vocab.OK {
 			sr.Stat = api.StatToAPI(r.Stat)
 		}
 		resp.Result = &api.Response_Stat{Stat: sr}
@@ -310,7 +311,7 @@ func replyToAPI(r *sessions.Reply) *api.Response {
 		m := &api.MultiResponse{Results: make([]*api.MultiResult, len(r.Multi))}
 		for i, op := range r.Multi {
 			mr := &api.MultiResult{Err: int32(op.Code)}
-			if op.Code == fsm.OK {
+			if op.Code == vocab.OK {
 				switch op.Type {
 				case fsm.CmdCreate:
 					mr.Path, mr.Stat = op.Path, api.StatToAPI(op.Stat)
@@ -327,7 +328,7 @@ func replyToAPI(r *sessions.Reply) *api.Response {
 			res := &api.MultiReadResult{Err: int32(rr.Err)}
 			switch rr.Kind {
 			case sessions.OpGetData:
-				res.Data, res.NullData, res.Stat = rr.Data, rr.Data == nil && rr.Err == fsm.OK, api.StatToAPI(rr.Stat)
+				res.Data, res.NullData, res.Stat = rr.Data, rr.Data == nil && rr.Err == vocab.OK, api.StatToAPI(rr.Stat)
 			case sessions.OpGetChildren:
 				res.Children, res.Stat = rr.Children, api.StatToAPI(rr.Stat)
 			}

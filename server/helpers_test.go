@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // rawSession is a bare session stream for server tests (the client package
@@ -114,7 +114,7 @@ func (s *rawSession) tryRecv(xid int64) (*api.Response, error) {
 		if r.GetXid() != xid {
 			return nil, fmt.Errorf("response xid %d, want %d", r.GetXid(), xid)
 		}
-		if r.Err == int32(fsm.ConnectionLoss) {
+		if r.Err == int32(vocab.ConnectionLoss) {
 			return r, nil // the server gives no zxid with a connection loss
 		}
 		if r.Zxid < s.lastZx {
@@ -150,10 +150,10 @@ func (s *rawSession) do(req *api.Request) *api.Response {
 	return s.recv(s.send(req))
 }
 
-func (s *rawSession) create(path string, data string, mode fsm.CreateMode) *api.Response {
+func (s *rawSession) create(path string, data string, mode vocab.CreateMode) *api.Response {
 	s.t.Helper()
 	return s.do(&api.Request{Op: &api.Request_Create{Create: &api.CreateRequest{Path: path, Data: []byte(data),
-		Mode: int32(mode), Acl: []*api.ACL{{Perms: int32(fsm.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}}}})
+		Mode: int32(mode), Acl: []*api.ACL{{Perms: int32(vocab.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}}}})
 }
 
 func (s *rawSession) get(path string, watch bool) *api.Response {
@@ -237,7 +237,7 @@ func (s *rawSession) nextEvent(timeout time.Duration) *api.WatchEvent {
 func mustOK(t testing.TB, r *api.Response) *api.Response {
 	t.Helper()
 	if r.Err != 0 {
-		t.Fatalf("response error %v (%d) path %q", fsm.Code(r.Err), r.Err, r.ErrPath)
+		t.Fatalf("response error %v (%d) path %q", vocab.Code(r.Err), r.Err, r.ErrPath)
 	}
 	return r
 }

@@ -1,13 +1,12 @@
 package server
 
 import (
+	"coord/vocab"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
-
-	"coord/fsm"
 )
 
 // /metrics speaks Prometheus and counts requests; /health and /status
@@ -16,8 +15,8 @@ func TestHTTPEndpoints(t *testing.T) {
 	c := NewTestCluster(t, 1, 0)
 	srv := c.Servers[0]
 	s := newSession(t, srv.GRPCAddr())
-	mustOK(t, s.create("/m", "", fsm.ModePersistent))
-	if r := s.create("/m", "", fsm.ModePersistent); fsm.Code(r.Err) != fsm.NodeExists {
+	mustOK(t, s.create("/m", "", vocab.ModePersistent))
+	if r := s.create("/m", "", vocab.ModePersistent); vocab.Code(r.Err) != vocab.NodeExists {
 		t.Fatalf("second create: %v", r)
 	}
 	get := func(path string) (int, string) {

@@ -12,8 +12,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"coord/api"
-	"coord/fsm"
 	"coord/internal/fourletter"
+	"coord/vocab"
 )
 
 // Issue 13: a server cut off from the quorum drops its clients before the
@@ -70,7 +70,7 @@ func watchDeleted(t *testing.T, s *rawSession, path string) <-chan time.Time {
 	ch := make(chan time.Time, 1)
 	go func() {
 		msg, err := s.recvMsg(30 * time.Second)
-		if err == nil && msg.GetEvent().GetType() == int32(fsm.EventNodeDeleted) && msg.GetEvent().GetPath() == path {
+		if err == nil && msg.GetEvent().GetType() == int32(vocab.EventNodeDeleted) && msg.GetEvent().GetPath() == path {
 			ch <- time.Now()
 		}
 		close(ch)
@@ -99,8 +99,8 @@ func checkIsolation(t *testing.T, isolateLeader bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustOK(t, holder.create("/holder", "", fsm.ModeEphemeral))
-	mustOK(t, mover.create("/mover", "", fsm.ModeEphemeral))
+	mustOK(t, holder.create("/holder", "", vocab.ModeEphemeral))
+	mustOK(t, mover.create("/mover", "", vocab.ModeEphemeral))
 	watcher := newSession(t, c.Servers[majority[0]].GRPCAddr())
 	c.WaitConverged()
 	deleted := watchDeleted(t, watcher, "/holder")
@@ -185,7 +185,7 @@ func checkIsolation(t *testing.T, isolateLeader bool) {
 		t.Fatal("the healed server does not serve again")
 	}
 	again := newSessionOK(t, v.GRPCAddr())
-	if r := again.get("/holder", false); fsm.Code(r.Err) != fsm.NoNode {
+	if r := again.get("/holder", false); vocab.Code(r.Err) != vocab.NoNode {
 		t.Fatalf("the healed server still shows the holder's ephemeral: %v", r)
 	}
 	mustOK(t, again.sync())

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // Bad input gets a clear error and breaks nothing else: an unknown session,
@@ -20,7 +20,7 @@ func TestBadInput(t *testing.T) {
 	c := NewTestCluster(t, 1, 0)
 	addr := c.Servers[0].GRPCAddr()
 	good := newSession(t, addr)
-	mustOK(t, good.create("/ok", "", fsm.ModePersistent))
+	mustOK(t, good.create("/ok", "", vocab.ModePersistent))
 
 	wantCode := func(name string, err error, code codes.Code) {
 		t.Helper()
@@ -35,11 +35,11 @@ func TestBadInput(t *testing.T) {
 	_, err = dialSession(t, addr, &api.ConnectRequest{SessionId: good.id, Password: good.pw, TimeoutMs: 5000, LastZxid: 1 << 40})
 	wantCode("client ahead of the server", err, codes.FailedPrecondition)
 
-	if r := good.create("no-slash", "", fsm.ModePersistent); fsm.Code(r.Err) != fsm.BadArguments {
-		t.Fatalf("bad path: %v", fsm.Code(r.Err))
+	if r := good.create("no-slash", "", vocab.ModePersistent); vocab.Code(r.Err) != vocab.BadArguments {
+		t.Fatalf("bad path: %v", vocab.Code(r.Err))
 	}
-	if r := good.create("/big", strings.Repeat("x", DefaultMaxDataBytes+1), fsm.ModePersistent); fsm.Code(r.Err) != fsm.BadArguments {
-		t.Fatalf("oversize data: %v", fsm.Code(r.Err))
+	if r := good.create("/big", strings.Repeat("x", DefaultMaxDataBytes+1), vocab.ModePersistent); vocab.Code(r.Err) != vocab.BadArguments {
+		t.Fatalf("oversize data: %v", vocab.Code(r.Err))
 	}
 
 	// A request over the message limit ends only its own stream.
@@ -53,7 +53,7 @@ func TestBadInput(t *testing.T) {
 	wantCode("oversize request", err, codes.ResourceExhausted)
 
 	mustOK(t, good.get("/ok", false))
-	if r := good.get("/huge", false); fsm.Code(r.Err) != fsm.NoNode {
+	if r := good.get("/huge", false); vocab.Code(r.Err) != vocab.NoNode {
 		t.Fatalf("oversize request left %v", r)
 	}
 }
@@ -79,34 +79,34 @@ func TestDataLimitIsCheckedBeforeTheLog(t *testing.T) {
 	small := newSession(t, c.Servers[0].GRPCAddr())
 	big := newSession(t, c.Servers[1].GRPCAddr())
 
-	mustOK(t, big.create("/big", strings.Repeat("b", 100), fsm.ModePersistent))
+	mustOK(t, big.create("/big", strings.Repeat("b", 100), vocab.ModePersistent))
 	mustOK(t, big.set("/big", strings.Repeat("c", 200)))
 	mustOK(t, big.do(&api.Request{Op: &api.Request_Multi{Multi: &api.MultiRequest{Ops: []*api.MultiOp{
 		{Op: &api.MultiOp_Create{Create: &api.CreateRequest{Path: "/m", Data: make([]byte, 50),
-			Acl: []*api.ACL{{Perms: int32(fsm.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}}}},
+			Acl: []*api.ACL{{Perms: int32(vocab.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}}}},
 	}}}}))
 
 	// The server with the low limit refuses; its client stays connected.
-	r := small.create("/small", strings.Repeat("s", 17), fsm.ModePersistent)
-	if fsm.Code(r.Err) != fsm.BadArguments || r.ErrPath != "/small" {
-		t.Fatalf("17 bytes on a server with a 16-byte limit: %v %q", fsm.Code(r.Err), r.ErrPath)
+	r := small.create("/small", strings.Repeat("s", 17), vocab.ModePersistent)
+	if vocab.Code(r.Err) != vocab.BadArguments || r.ErrPath != "/small" {
+		t.Fatalf("17 bytes on a server with a 16-byte limit: %v %q", vocab.Code(r.Err), r.ErrPath)
 	}
-	if r := small.set("/big", strings.Repeat("s", 17)); fsm.Code(r.Err) != fsm.BadArguments {
-		t.Fatalf("setData over the limit: %v", fsm.Code(r.Err))
+	if r := small.set("/big", strings.Repeat("s", 17)); vocab.Code(r.Err) != vocab.BadArguments {
+		t.Fatalf("setData over the limit: %v", vocab.Code(r.Err))
 	}
 	r = small.do(&api.Request{Op: &api.Request_Multi{Multi: &api.MultiRequest{Ops: []*api.MultiOp{
 		{Op: &api.MultiOp_Check{Check: &api.CheckRequest{Path: "/big", Version: 1}}},
 		{Op: &api.MultiOp_SetData{SetData: &api.SetDataRequest{Path: "/big", Data: make([]byte, 17), Version: -1}}},
 		{Op: &api.MultiOp_Delete{Delete: &api.DeleteRequest{Path: "/m", Version: -1}}},
 	}}}})
-	var codes []fsm.Code
+	var codes []vocab.Code
 	for _, res := range r.GetMulti().GetResults() {
-		codes = append(codes, fsm.Code(res.Err))
+		codes = append(codes, vocab.Code(res.Err))
 	}
-	if fsm.Code(r.Err) != fsm.BadArguments || !slices.Equal(codes, []fsm.Code{fsm.OK, fsm.BadArguments, fsm.RuntimeInconsistency}) {
-		t.Fatalf("multi over the limit: %v %v", fsm.Code(r.Err), codes)
+	if vocab.Code(r.Err) != vocab.BadArguments || !slices.Equal(codes, []vocab.Code{vocab.OK, vocab.BadArguments, vocab.RuntimeInconsistency}) {
+		t.Fatalf("multi over the limit: %v %v", vocab.Code(r.Err), codes)
 	}
-	mustOK(t, small.create("/small", strings.Repeat("s", 16), fsm.ModePersistent))
+	mustOK(t, small.create("/small", strings.Repeat("s", 16), vocab.ModePersistent))
 
 	c.WaitConverged()
 	for _, s := range c.Servers {

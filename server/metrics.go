@@ -6,8 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"coord/fsm"
 	"coord/server/replica"
+	"coord/vocab"
 )
 
 // metrics are the server's Prometheus collectors, registered on the
@@ -171,7 +171,7 @@ func newMetrics(s *Server) *metrics {
 // Request, Event and Throttled are the session layer's (sessions.Metrics).
 
 // Request counts a request answered with code.
-func (m *metrics) Request(op string, code fsm.Code, start time.Time) {
+func (m *metrics) Request(op string, code vocab.Code, start time.Time) {
 	m.requests.WithLabelValues(op, code.String()).Inc()
 	m.latency.WithLabelValues(op).Observe(time.Since(start).Seconds())
 }

@@ -8,6 +8,7 @@ import (
 	"coord/api"
 	"coord/fsm"
 	"coord/server/sessions"
+	"coord/vocab"
 	"coord/zk"
 )
 
@@ -62,7 +63,7 @@ func TestOpTableZooKeeper(t *testing.T) {
 			t.Errorf("the ZooKeeper front end turns %s into %v; the table says %v", op, req.Kind, want)
 			continue
 		}
-		if want == sessions.OpRefuse && req.Code != fsm.Unimplemented {
+		if want == sessions.OpRefuse && req.Code != vocab.Unimplemented {
 			t.Errorf("%s is refused with %v, want Unimplemented", op, req.Code)
 		}
 		checkWrite(t, "ZooKeeper "+op.String(), req)
@@ -97,7 +98,7 @@ func TestOpTableGRPC(t *testing.T) {
 		}
 		checkWrite(t, "gRPC "+string(fd.Name()), req)
 	}
-	if req := requestFromAPI(&api.Request{Xid: 1}); req.Kind != sessions.OpRefuse || req.Code != fsm.Unimplemented {
+	if req := requestFromAPI(&api.Request{Xid: 1}); req.Kind != sessions.OpRefuse || req.Code != vocab.Unimplemented {
 		t.Errorf("a request with no op: %v %v, want refused Unimplemented", req.Kind, req.Code)
 	}
 }

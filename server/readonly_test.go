@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"coord/fsm"
 	"coord/server/sessions"
+	"coord/vocab"
 	"coord/zk"
 )
 
@@ -87,7 +87,7 @@ func TestReadOnlyMode(t *testing.T) {
 		t.Fatalf("read-write connect of a read-only-capable client: %+v", resp)
 	}
 	cluster := resp
-	if h := rw.do(1, zk.OpCreate, &zk.CreateRequest{Path: "/ro", Data: []byte("x"), ACL: fsm.OpenACLUnsafe}, nil); h.Err != fsm.OK {
+	if h := rw.do(1, zk.OpCreate, &zk.CreateRequest{Path: "/ro", Data: []byte("x"), ACL: vocab.OpenACLUnsafe}, nil); h.Err != vocab.OK {
 		t.Fatalf("create /ro: %v", h.Err)
 	}
 	if got := fourLetter(t, addr, "isro"); got != "rw" {
@@ -122,23 +122,23 @@ func TestReadOnlyMode(t *testing.T) {
 		t.Fatalf("read-only connect: %+v", lresp)
 	}
 	var gd zk.GetDataResponse
-	if h := ro.do(1, zk.OpGetData, &zk.GetDataRequest{Path: "/ro"}, &gd); h.Err != fsm.OK || string(gd.Data) != "x" {
+	if h := ro.do(1, zk.OpGetData, &zk.GetDataRequest{Path: "/ro"}, &gd); h.Err != vocab.OK || string(gd.Data) != "x" {
 		t.Fatalf("getData on the read-only server: %v %q", h.Err, gd.Data)
 	}
 	for i, w := range []struct {
 		op  zk.OpCode
 		req zk.Record
 	}{
-		{zk.OpCreate, &zk.CreateRequest{Path: "/new", ACL: fsm.OpenACLUnsafe}},
+		{zk.OpCreate, &zk.CreateRequest{Path: "/new", ACL: vocab.OpenACLUnsafe}},
 		{zk.OpSetData, &zk.SetDataRequest{Path: "/ro", Data: []byte("y"), Version: -1}},
 		{zk.OpDelete, &zk.DeleteRequest{Path: "/ro", Version: -1}},
 		{zk.OpSync, &zk.SyncRequest{Path: "/"}},
 	} {
-		if h := ro.do(int32(2+i), w.op, w.req, nil); h.Err != fsm.NotReadOnly || h.Xid != int32(2+i) {
+		if h := ro.do(int32(2+i), w.op, w.req, nil); h.Err != vocab.NotReadOnly || h.Xid != int32(2+i) {
 			t.Errorf("op %v on a read-only session: %+v, want NotReadOnly", w.op, h)
 		}
 	}
-	if h := ro.do(-2, zk.OpPing, nil, nil); h.Err != fsm.OK {
+	if h := ro.do(-2, zk.OpPing, nil, nil); h.Err != vocab.OK {
 		t.Errorf("ping: %v", h.Err)
 	}
 
@@ -153,7 +153,7 @@ func TestReadOnlyMode(t *testing.T) {
 	if r := back.connect(zk.ConnectRequest{TimeOut: 10000, SessionID: lresp.SessionID, Passwd: lresp.Passwd, ReadOnly: true, HasReadOnly: true}); r.SessionID != lresp.SessionID || !r.ReadOnly {
 		t.Fatalf("re-attaching a local session: %+v", r)
 	}
-	if h := back.do(1, zk.OpExists, &zk.ExistsRequest{Path: "/ro"}, &zk.ExistsResponse{}); h.Err != fsm.OK {
+	if h := back.do(1, zk.OpExists, &zk.ExistsRequest{Path: "/ro"}, &zk.ExistsResponse{}); h.Err != vocab.OK {
 		t.Errorf("exists: %v", h.Err)
 	}
 	// A wrong password is still refused.
@@ -177,7 +177,7 @@ func TestReadOnlyMode(t *testing.T) {
 	if aresp.SessionID != cluster.SessionID || aresp.ReadOnly {
 		t.Fatalf("re-attaching the cluster session read-write: %+v", aresp)
 	}
-	if h := again.do(1, zk.OpSetData, &zk.SetDataRequest{Path: "/ro", Data: []byte("y"), Version: -1}, &zk.SetDataResponse{}); h.Err != fsm.OK {
+	if h := again.do(1, zk.OpSetData, &zk.SetDataRequest{Path: "/ro", Data: []byte("y"), Version: -1}, &zk.SetDataResponse{}); h.Err != vocab.OK {
 		t.Errorf("setData after the heal: %v", h.Err)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // A client that has had no response yet re-attaches with last zxid 0 (a
@@ -19,7 +19,7 @@ func TestReattachToRestartedServerBehindTheLog(t *testing.T) {
 	fi := (li + 1) % 3
 	w := newSession(t, c.Servers[li].GRPCAddr())
 	for i := range 500 { // a log for the restarted server to replay
-		mustOK(t, w.create(fmt.Sprintf("/n%03d", i), "x", fsm.ModePersistent))
+		mustOK(t, w.create(fmt.Sprintf("/n%03d", i), "x", vocab.ModePersistent))
 	}
 	for round := range 5 {
 		s := newSession(t, c.Servers[li].GRPCAddr())

@@ -17,6 +17,7 @@ import (
 	"coord/fsm"
 	"coord/server/replica"
 	"coord/server/sessions"
+	"coord/vocab"
 )
 
 // ZooKeeper's reconfig (op 16) mapped onto raft's membership changes.
@@ -58,16 +59,16 @@ import (
 // that node's data and Stat, as ZooKeeper answers.
 
 // reconfig carries out one reconfig request (the session layer's hook).
-func (s *Server) reconfig(ctx context.Context, ids []fsm.Id, a *sessions.ReconfigArgs) *sessions.Reply {
-	fail := func(code fsm.Code, why string) *sessions.Reply {
+func (s *Server) reconfig(ctx context.Context, ids []vocab.Id, a *sessions.ReconfigArgs) *sessions.Reply {
+	fail := func(code vocab.Code, why string) *sessions.Reply {
 		s.log.Info("reconfig refused", "code", code.String(), "why", why)
 		return &sessions.Reply{Err: code}
 	}
 	if s.cfg.DisableReconfig {
-		return fail(fsm.ReconfigDisabled, "reconfig is disabled on this server")
+		return fail(vocab.ReconfigDisabled, "reconfig is disabled on this server")
 	}
 	if !s.reconfigMu.TryLock() {
-		return fail(fsm.ReconfigInProgress, "another reconfig runs on this server")
+		return fail(vocab.ReconfigInProgress, "another reconfig runs on this server")
 	}
 	defer s.reconfigMu.Unlock()
 	// Catch up with the leader: the version and membership checked are
@@ -77,11 +78,11 @@ func (s *Server) reconfig(ctx context.Context, ids []fsm.Id, a *sessions.Reconfi
 		err = s.rep.WaitApplied(ctx, idx)
 	}
 	if err != nil {
-		return fail(fsm.ConnectionLoss, err.Error())
+		return fail(vocab.ConnectionLoss, err.Error())
 	}
 	current, version := s.currentConfig()
 	if a.FromConfig != -1 && a.FromConfig != version {
-		return fail(fsm.BadVersion, fmt.Sprintf("fromConfig %x, config version %x", a.FromConfig, version))
+		return fail(vocab.BadVersion, fmt.Sprintf("fromConfig %x, config version %x", a.FromConfig, version))
 	}
 	cur := parseConfigText(current)
 	// Parsing only: no name is resolved, nothing is dialled.
@@ -92,13 +93,13 @@ func (s *Server) reconfig(ctx context.Context, ids []fsm.Id, a *sessions.Reconfi
 	} else if ae != nil {
 		return fail(ae.code, ae.msg)
 	} else if err != nil {
-		return fail(fsm.BadArguments, err.Error())
+		return fail(vocab.BadArguments, err.Error())
 	}
 
 	// Who is who: raft's configuration names the members (by raft address).
 	members, err := s.rep.Configuration()
 	if err != nil {
-		return fail(fsm.ConnectionLoss, err.Error())
+		return fail(vocab.ConnectionLoss, err.Error())
 	}
 	byAddr := map[string]replica.Member{}
 	inUse := map[string]string{} // id → raft address
@@ -129,11 +130,11 @@ func (s *Server) reconfig(ctx context.Context, ids []fsm.Id, a *sessions.Reconfi
 		}
 	}
 	if running < voters/2+1 {
-		return fail(fsm.NewConfigNoQuorum, fmt.Sprintf("%d of the new membership's %d participants are members that answer now; a quorum is %d", running, voters, voters/2+1))
+		return fail(vocab.NewConfigNoQuorum, fmt.Sprintf("%d of the new membership's %d participants are members that answer now; a quorum is %d", running, voters, voters/2+1))
 	}
-	acl, _, err := s.rep.View().GetACL("/zookeeper/config", []fsm.Id{{Scheme: "super"}})
-	if err != nil || !fsm.CheckACL(acl, fsm.PermWrite, ids) {
-		return fail(fsm.NoAuth, "no WRITE permission on /zookeeper/config")
+	acl, _, err := s.rep.View().GetACL("/zookeeper/config", []vocab.Id{{Scheme: "super"}})
+	if err != nil || !fsm.CheckACL(acl, vocab.PermWrite, ids) {
+		return fail(vocab.NoAuth, "no WRITE permission on /zookeeper/config")
 	}
 	if late != nil {
 		return fail(late.code, late.msg)
@@ -173,12 +174,12 @@ func (s *Server) reconfig(ctx context.Context, ids []fsm.Id, a *sessions.Reconfi
 		// on behalf of a caller allowed to change the membership.
 		id, answered, err := s.joinerID(ctx, l)
 		if err != nil {
-			return fail(fsm.BadArguments, err.Error())
+			return fail(vocab.BadArguments, err.Error())
 		}
 		c := change{id, l, answered}
 		if at, taken := inUse[id]; taken {
 			if _, member := byAddr[at]; !member || inTarget[at] {
-				return fail(fsm.BadArguments, fmt.Sprintf("server.%d: id %q is the id of the server at %s; start server.%d with an id of its own", l.N, id, at, l.N))
+				return fail(vocab.BadArguments, fmt.Sprintf("server.%d: id %q is the id of the server at %s; start server.%d with an id of its own", l.N, id, at, l.N))
 			}
 			// The server that has the id now leaves: this one joins
 			// after it has left.
@@ -219,7 +220,7 @@ func (s *Server) reconfig(ctx context.Context, ids []fsm.Id, a *sessions.Reconfi
 			return err
 		})
 		if err != nil {
-			return fail(fsm.ConnectionLoss, "adding "+c.id+": "+err.Error())
+			return fail(vocab.ConnectionLoss, "adding "+c.id+": "+err.Error())
 		}
 		return nil
 	}
@@ -236,7 +237,7 @@ func (s *Server) reconfig(ctx context.Context, ids []fsm.Id, a *sessions.Reconfi
 			return err
 		})
 		if err != nil {
-			return fail(fsm.ConnectionLoss, "removing "+c.id+": "+err.Error())
+			return fail(vocab.ConnectionLoss, "removing "+c.id+": "+err.Error())
 		}
 	}
 	for _, c := range last {
@@ -262,14 +263,14 @@ func (s *Server) reconfig(ctx context.Context, ids []fsm.Id, a *sessions.Reconfi
 		}
 		if ctx.Err() != nil {
 			s.sess.AuditServerWrite(sessions.AuditUsers(ids), cmd, res.Res, err)
-			return fail(fsm.ConnectionLoss, "writing /zookeeper/config: "+err.Error())
+			return fail(vocab.ConnectionLoss, "writing /zookeeper/config: "+err.Error())
 		}
 		s.log.Info("reconfig: writing /zookeeper/config again", "err", err)
 		time.Sleep(50 * time.Millisecond)
 	}
-	data, st, err := s.rep.View().GetData("/zookeeper/config", []fsm.Id{{Scheme: "super"}})
+	data, st, err := s.rep.View().GetData("/zookeeper/config", []vocab.Id{{Scheme: "super"}})
 	if err != nil {
-		return fail(fsm.SystemError, err.Error())
+		return fail(vocab.SystemError, err.Error())
 	}
 	s.log.Info("reconfig done", "version", fmt.Sprintf("%x", st.Mzxid), "removed", len(removes), "added", len(first)+len(last))
 	return &sessions.Reply{Body: sessions.BodyData, Data: data, Stat: st}

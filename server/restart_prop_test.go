@@ -17,6 +17,7 @@ import (
 
 	"coord/api"
 	"coord/fsm"
+	"coord/vocab"
 )
 
 // A property test of invariant 8 (a request is completed only by the
@@ -64,7 +65,7 @@ func runRestartProperty(t *testing.T, seed uint64, servers, restarts int, snapsh
 		addrs[i] = s.GRPCAddr() // a restarted server keeps its addresses
 	}
 	root := newSession(t, addrs[0])
-	mustOK(t, root.create("/w", "", fsm.ModePersistent))
+	mustOK(t, root.create("/w", "", vocab.ModePersistent))
 	load := &restartLoad{sessions: map[int64][]byte{}}
 	load.add(t, root.id, root.pw)
 	root.drop()
@@ -76,7 +77,7 @@ func runRestartProperty(t *testing.T, seed uint64, servers, restarts int, snapsh
 	for i := range ws {
 		ws[i] = &propWorker{t: t, id: i, rng: rand.New(rand.NewPCG(seed, uint64(i+2))), addrs: addrs, load: load,
 			nodes: map[string]propNode{}, seqs: map[string]bool{}, lastSeq: -1}
-		mustOK(t, newSessionOK(t, addrs[0]).create(ws[i].dir(), "", fsm.ModePersistent))
+		mustOK(t, newSessionOK(t, addrs[0]).create(ws[i].dir(), "", vocab.ModePersistent))
 	}
 	errs := make([]error, workers)
 	for i, w := range ws {
@@ -253,7 +254,7 @@ func (w *propWorker) do(req *api.Request) (*api.Response, error) {
 	// connection; the command changed nothing. As after a lost connection,
 	// the worker re-attaches and settles the command by reading (a CI run
 	// saw it once in this test).
-	if c := fsm.Code(r.Err); c == fsm.ConnectionLoss || c == fsm.SessionMoved {
+	if c := vocab.Code(r.Err); c == vocab.ConnectionLoss || c == vocab.SessionMoved {
 		return nil, errLostConn
 	}
 	if r.Zxid > w.lastZx {
@@ -287,7 +288,7 @@ func (w *propWorker) fail(format string, args ...any) error {
 // step runs one random operation and checks its answer against the model;
 // when the connection is lost it returns how to settle the operation.
 func (w *propWorker) step() (func() error, error) {
-	acl := []*api.ACL{{Perms: int32(fsm.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}
+	acl := []*api.ACL{{Perms: int32(vocab.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}
 	switch x := w.rng.IntN(100); {
 	case x < 25: // create a node
 		path, tok := fmt.Sprintf("%s/n%d", w.dir(), w.next), w.token()
@@ -325,7 +326,7 @@ func (w *propWorker) step() (func() error, error) {
 		if err != nil {
 			return nil, err // refused at apply either way
 		}
-		if fsm.Code(r.Err) != fsm.BadVersion {
+		if vocab.Code(r.Err) != vocab.BadVersion {
 			return nil, w.fail("setData %s at a wrong version answered %v", path, r)
 		}
 	case x < 62: // delete
@@ -354,13 +355,13 @@ func (w *propWorker) step() (func() error, error) {
 		want, ok := w.nodes[path]
 		got := r.GetGetData()
 		if ok && (r.Err != 0 || string(got.GetData()) != want.data || got.GetStat().GetVersion() != want.version) ||
-			!ok && fsm.Code(r.Err) != fsm.NoNode {
+			!ok && vocab.Code(r.Err) != vocab.NoNode {
 			return nil, w.fail("read %s: %v, want %+v (exists %v)", path, r, want, ok)
 		}
 	case x < 87: // create sequential
 		prefix := w.dir() + "/s-"
 		r, err := w.do(&api.Request{Op: &api.Request_Create{Create: &api.CreateRequest{Path: prefix, Data: []byte("s"), Acl: acl,
-			Mode: int32(fsm.ModePersistentSequential)}}})
+			Mode: int32(vocab.ModePersistentSequential)}}})
 		if err != nil {
 			return w.settleSeqs, err
 		}
@@ -393,7 +394,7 @@ func (w *propWorker) step() (func() error, error) {
 	default: // an ephemeral: owned by this session
 		path := fmt.Sprintf("%s/e%d", w.dir(), w.next)
 		w.next++
-		r, err := w.do(&api.Request{Op: &api.Request_Create{Create: &api.CreateRequest{Path: path, Acl: acl, Mode: int32(fsm.ModeEphemeral)}}})
+		r, err := w.do(&api.Request{Op: &api.Request_Create{Create: &api.CreateRequest{Path: path, Acl: acl, Mode: int32(vocab.ModeEphemeral)}}})
 		if err != nil {
 			return nil, err
 		}
@@ -421,8 +422,8 @@ func (w *propWorker) probeSession() error {
 	}
 	path := fmt.Sprintf("%s/p%d", w.dir(), w.next)
 	w.next++
-	r, err := p.tryDo(&api.Request{Op: &api.Request_Create{Create: &api.CreateRequest{Path: path, Mode: int32(fsm.ModeEphemeral),
-		Acl: []*api.ACL{{Perms: int32(fsm.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}}}})
+	r, err := p.tryDo(&api.Request{Op: &api.Request_Create{Create: &api.CreateRequest{Path: path, Mode: int32(vocab.ModeEphemeral),
+		Acl: []*api.ACL{{Perms: int32(vocab.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}}}})
 	if lost(r, err) {
 		return nil // its fate does not matter: the session goes
 	}
@@ -446,7 +447,7 @@ func (w *propWorker) settleNode(path string, after propNode, before *propNode) e
 	}
 	got := r.GetGetData()
 	now, exists := propNode{string(got.GetData()), got.GetStat().GetVersion()}, r.Err == 0
-	if !exists && fsm.Code(r.Err) != fsm.NoNode {
+	if !exists && vocab.Code(r.Err) != vocab.NoNode {
 		return w.fail("settling %s: %v", path, r)
 	}
 	switch {

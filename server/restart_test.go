@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // A restarted server proposes with sequence numbers that start again at 1,
@@ -54,9 +54,9 @@ func writeBefore(t *testing.T, addr string, n, writes int, l *restartLoad) {
 				var req *api.Request
 				switch k % 3 {
 				case 0:
-					req = createReq(fmt.Sprintf("/pre/c%d-", i), "pre", fsm.ModePersistentSequential)
+					req = createReq(fmt.Sprintf("/pre/c%d-", i), "pre", vocab.ModePersistentSequential)
 				case 1:
-					req = createReq(fmt.Sprintf("/pre/e%d-%d", i, k), "pre", fsm.ModeEphemeral)
+					req = createReq(fmt.Sprintf("/pre/e%d-%d", i, k), "pre", vocab.ModeEphemeral)
 				default:
 					req = &api.Request{Op: &api.Request_SetData{SetData: &api.SetDataRequest{Path: "/pre", Data: []byte("x"), Version: -1}}}
 				}
@@ -76,7 +76,7 @@ func writeBefore(t *testing.T, addr string, n, writes int, l *restartLoad) {
 						if k%3 == 1 {
 							// The ephemeral may exist (or vanish with the
 							// dropped session): use a new name.
-							req = createReq(fmt.Sprintf("/pre/e%d-%d-%d", i, k, attempt), "pre", fsm.ModeEphemeral)
+							req = createReq(fmt.Sprintf("/pre/e%d-%d-%d", i, k, attempt), "pre", vocab.ModeEphemeral)
 						}
 						continue
 					}
@@ -96,9 +96,9 @@ func writeBefore(t *testing.T, addr string, n, writes int, l *restartLoad) {
 	}
 }
 
-func createReq(path, data string, mode fsm.CreateMode) *api.Request {
+func createReq(path, data string, mode vocab.CreateMode) *api.Request {
 	return &api.Request{Op: &api.Request_Create{Create: &api.CreateRequest{Path: path, Data: []byte(data),
-		Mode: int32(mode), Acl: []*api.ACL{{Perms: int32(fsm.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}}}}
+		Mode: int32(mode), Acl: []*api.ACL{{Perms: int32(vocab.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}}}}
 }
 
 // dialRetry connects a new session to addr, retrying every 10 ms (as a
@@ -124,7 +124,7 @@ var errLost = errors.New("connection lost")
 // lost tells a connection loss (legitimate: the client retries) from a
 // wrong answer.
 func lost(r *api.Response, err error) bool {
-	return err != nil || fsm.Code(r.Err) == fsm.ConnectionLoss
+	return err != nil || vocab.Code(r.Err) == vocab.ConnectionLoss
 }
 
 // clientAfterRestart connects at once and checks that each reply is its
@@ -151,7 +151,7 @@ func clientAfterRestart(t testing.TB, addr string, i int, got func(*rawSession))
 func clientWrites(s *rawSession, i, attempt int) error {
 	me := fmt.Sprintf("client-%d-%d", i, attempt)
 	prefix := fmt.Sprintf("/post/c%d-%d-", i, attempt)
-	r, err := s.tryDo(createReq(prefix, me, fsm.ModePersistentSequential))
+	r, err := s.tryDo(createReq(prefix, me, vocab.ModePersistentSequential))
 	if lost(r, err) {
 		return errLost
 	}
@@ -185,7 +185,7 @@ func clientWrites(s *rawSession, i, attempt int) error {
 		return fmt.Errorf("client %d: read %q %v after create %v and setData %v", i, data.GetData(), data.GetStat(), created, set)
 	}
 	eph := fmt.Sprintf("/post/e%d-%d", i, attempt)
-	r, err = s.tryDo(createReq(eph, me, fsm.ModeEphemeral))
+	r, err = s.tryDo(createReq(eph, me, vocab.ModeEphemeral))
 	if lost(r, err) {
 		return errLost
 	}
@@ -202,8 +202,8 @@ func checkRestart(t *testing.T, c *TestCluster, target int, down func()) {
 	t.Helper()
 	l := &restartLoad{sessions: map[int64][]byte{}}
 	setup := newSessionOK(t, c.Servers[target].GRPCAddr())
-	mustOK(t, setup.create("/pre", "", fsm.ModePersistent))
-	mustOK(t, setup.create("/post", "", fsm.ModePersistent))
+	mustOK(t, setup.create("/pre", "", vocab.ModePersistent))
+	mustOK(t, setup.create("/post", "", vocab.ModePersistent))
 	l.add(t, setup.id, setup.pw)
 	writeBefore(t, c.Servers[target].GRPCAddr(), 12, 30, l)
 
@@ -283,12 +283,12 @@ func writeAndCompact(t *testing.T, c *TestCluster) func() {
 		w := newSessionOK(t, addr)
 		for i := 0; i < 200; i++ {
 			path := fmt.Sprintf("/pre/while-down-%03d", i)
-			r, err := w.tryDo(createReq(path, "x", fsm.ModePersistent))
+			r, err := w.tryDo(createReq(path, "x", vocab.ModePersistent))
 			if lost(r, err) { // a leader change: reconnect; the create may have applied
 				w.drop()
 				w = newSessionOK(t, addr)
-				r, err = w.tryDo(createReq(path, "x", fsm.ModePersistent))
-				if err == nil && fsm.Code(r.Err) == fsm.NodeExists {
+				r, err = w.tryDo(createReq(path, "x", vocab.ModePersistent))
+				if err == nil && vocab.Code(r.Err) == vocab.NodeExists {
 					continue
 				}
 			}

@@ -1,15 +1,14 @@
 package server
 
 import (
+	"coord/vocab"
 	"testing"
-
-	"coord/fsm"
 )
 
 func TestSingleNodeCRUD(t *testing.T) {
 	c := NewTestCluster(t, 1, 0)
 	s := newSession(t, c.Servers[0].GRPCAddr())
-	r := mustOK(t, s.create("/a", "hello", fsm.ModePersistent))
+	r := mustOK(t, s.create("/a", "hello", vocab.ModePersistent))
 	if r.GetCreate().Path != "/a" {
 		t.Fatalf("created %q", r.GetCreate().Path)
 	}
@@ -21,10 +20,10 @@ func TestSingleNodeCRUD(t *testing.T) {
 	if g := mustOK(t, s.get("/a", false)); string(g.GetGetData().Data) != "world" || g.GetGetData().Stat.Version != 1 {
 		t.Fatalf("after set: %v", g)
 	}
-	if r := s.create("/a", "", fsm.ModePersistent); fsm.Code(r.Err) != fsm.NodeExists {
+	if r := s.create("/a", "", vocab.ModePersistent); vocab.Code(r.Err) != vocab.NodeExists {
 		t.Fatalf("second create: %v", r)
 	}
-	seq := mustOK(t, s.create("/a/s-", "", fsm.ModeEphemeralSequential))
+	seq := mustOK(t, s.create("/a/s-", "", vocab.ModeEphemeralSequential))
 	if seq.GetCreate().Path != "/a/s-0000000000" {
 		t.Fatalf("sequential: %q", seq.GetCreate().Path)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // Issue 21: snapshots by log size. The proposer packs a loaded cluster's
@@ -36,7 +36,7 @@ func snapLoad(t *testing.T, addr string, total int) map[string][]byte {
 			defer wg.Done()
 			s := newSessionOK(t, addr)
 			path := fmt.Sprintf("/snap/w%d", i)
-			if r, err := s.tryDo(createReq(path, "", fsm.ModePersistent)); err != nil || (r.Err != 0 && fsm.Code(r.Err) != fsm.NodeExists) {
+			if r, err := s.tryDo(createReq(path, "", vocab.ModePersistent)); err != nil || (r.Err != 0 && vocab.Code(r.Err) != vocab.NodeExists) {
 				errs <- fmt.Errorf("create %s: %v %v", path, r, err)
 				return
 			}
@@ -104,7 +104,7 @@ func TestSnapshotByLogSizeBoundsLog(t *testing.T) {
 	c := NewTestClusterWith(t, 3, 0, func(cfg *Config) { cfg.SnapshotLogBytes = snapLimit })
 	li := c.Leader()
 	setup := newSessionOK(t, c.Servers[li].GRPCAddr())
-	mustOK(t, setup.create("/snap", "", fsm.ModePersistent))
+	mustOK(t, setup.create("/snap", "", vocab.ModePersistent))
 	const total = 16 * snapLimit
 	// Half the writes through the leader, half through a follower.
 	last := snapLoad(t, c.Servers[li].GRPCAddr(), total/2)
@@ -148,7 +148,7 @@ func TestSnapshotByLogSizeBoundsLog(t *testing.T) {
 func TestSnapshotByEntryCountAloneLetsLogGrow(t *testing.T) {
 	c := NewTestClusterWith(t, 1, 0, func(cfg *Config) { cfg.SnapshotLogBytes = 0 })
 	setup := newSessionOK(t, c.Servers[0].GRPCAddr())
-	mustOK(t, setup.create("/snap", "", fsm.ModePersistent))
+	mustOK(t, setup.create("/snap", "", vocab.ModePersistent))
 	const total = 8 * snapLimit
 	snapLoad(t, c.Servers[0].GRPCAddr(), total)
 	st := c.Servers[0].rep.SnapshotStats()

@@ -1,10 +1,9 @@
 package server
 
 import (
+	"coord/vocab"
 	"fmt"
 	"testing"
-
-	"coord/fsm"
 )
 
 // stageCounts returns how many observations each write stage histogram of
@@ -40,7 +39,7 @@ func TestWriteStagesObserved(t *testing.T) {
 	for _, i := range []int{li, fi} {
 		s := newSession(t, c.Servers[i].GRPCAddr())
 		path := fmt.Sprintf("/st%d", i)
-		mustOK(t, s.create(path, "", fsm.ModePersistent))
+		mustOK(t, s.create(path, "", vocab.ModePersistent))
 		for k := 0; k < n; k++ {
 			mustOK(t, s.set(path, "x"))
 		}

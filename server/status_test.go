@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"coord/api"
-	"coord/fsm"
 	"coord/server/replica"
+	"coord/vocab"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -100,7 +100,7 @@ func TestStatusDBBytesUsed(t *testing.T) {
 			s := c.Servers[0]
 			w := newSession(t, s.GRPCAddr())
 			for i := 0; i < 20; i++ {
-				mustOK(t, w.create(fmt.Sprintf("/db-%d", i), strings.Repeat("x", 1000), fsm.ModePersistent))
+				mustOK(t, w.create(fmt.Sprintf("/db-%d", i), strings.Repeat("x", 1000), vocab.ModePersistent))
 			}
 			st, err := adminClient(t, s.GRPCAddr()).Status(t.Context(), &api.StatusRequest{})
 			if err != nil {

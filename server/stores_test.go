@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // failingLogStore fails every append while failing is set, as a disk that
@@ -44,16 +44,16 @@ func TestInjectedStoresAndAFailingLog(t *testing.T) {
 	})
 	srv := c.Servers[0]
 	s := newSession(t, srv.GRPCAddr())
-	mustOK(t, s.create("/kept", "v", fsm.ModePersistent))
+	mustOK(t, s.create("/kept", "v", vocab.ModePersistent))
 	if _, err := os.Stat(filepath.Join(c.configs[0].DataDir, "raft.db")); !os.IsNotExist(err) {
 		t.Fatalf("raft.db in the data directory with stores handed in (stat: %v)", err)
 	}
 
 	logs.failing.Store(true)
 	r, err := s.tryDo(&api.Request{Op: &api.Request_Create{Create: &api.CreateRequest{Path: "/lost", Data: []byte("x"),
-		Acl: []*api.ACL{{Perms: int32(fsm.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}}}})
-	if err == nil && r.Err != int32(fsm.ConnectionLoss) {
-		t.Fatalf("a write whose append failed was answered %v, want ConnectionLoss", fsm.Code(r.Err))
+		Acl: []*api.ACL{{Perms: int32(vocab.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}}}})
+	if err == nil && r.Err != int32(vocab.ConnectionLoss) {
+		t.Fatalf("a write whose append failed was answered %v, want ConnectionLoss", vocab.Code(r.Err))
 	}
 	if logs.failed.Load() == 0 {
 		t.Fatal("the log store was never asked to append the write")
@@ -65,9 +65,9 @@ func TestInjectedStoresAndAFailingLog(t *testing.T) {
 	exists := func(path string) *api.Response {
 		return again.do(&api.Request{Op: &api.Request_Exists{Exists: &api.ExistsRequest{Path: path}}})
 	}
-	if r := exists("/lost"); r.Err != int32(fsm.NoNode) {
-		t.Fatalf("/lost after its append failed: %v, want NoNode", fsm.Code(r.Err))
+	if r := exists("/lost"); r.Err != int32(vocab.NoNode) {
+		t.Fatalf("/lost after its append failed: %v, want NoNode", vocab.Code(r.Err))
 	}
 	mustOK(t, exists("/kept"))
-	mustOK(t, again.create("/after", "v", fsm.ModePersistent))
+	mustOK(t, again.create("/after", "v", vocab.ModePersistent))
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"coord/vocab"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -10,8 +11,6 @@ import (
 	"os"
 	"sync"
 	"time"
-
-	"coord/fsm"
 )
 
 // TLS for every client and admin port from one set of PEM files
@@ -200,11 +199,11 @@ func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 // x509Identity is the x509 id of a connection's verified client
 // certificate (ZooKeeper's X509AuthenticationProvider: the subject's
 // distinguished name, RFC 2253), or false without one.
-func x509Identity(cs *tls.ConnectionState) (fsm.Id, bool) {
+func x509Identity(cs *tls.ConnectionState) (vocab.Id, bool) {
 	if cs == nil || len(cs.VerifiedChains) == 0 || len(cs.PeerCertificates) == 0 {
-		return fsm.Id{}, false
+		return vocab.Id{}, false
 	}
-	return fsm.Id{Scheme: "x509", ID: cs.PeerCertificates[0].Subject.String()}, true
+	return vocab.Id{Scheme: "x509", ID: cs.PeerCertificates[0].Subject.String()}, true
 }
 
 // connTLSState is the TLS state of a ZooKeeper connection, nil if it is

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"coord/api"
-	"coord/fsm"
+	"coord/vocab"
 )
 
 // sessionOver opens a session stream with these dial options and returns
@@ -79,7 +79,7 @@ func TestTLSEverywhere(t *testing.T) {
 	must(stream.Send(&api.ClientMessage{Msg: &api.ClientMessage_Connect{Connect: &api.ConnectRequest{TimeoutMs: 10000}}}))
 	_, err = stream.Recv()
 	must(err)
-	mustOK(t, rs.create("/over-tls", "x", fsm.ModePersistent))
+	mustOK(t, rs.create("/over-tls", "x", vocab.ModePersistent))
 	mustOK(t, rs.sync())
 	for _, s := range c.Servers {
 		if !c.waitFor(10*time.Second, func() bool { _, err := s.View().Exists("/over-tls"); return err == nil }) {

@@ -12,6 +12,7 @@ import (
 
 	"coord/fsm"
 	"coord/server/sessions"
+	"coord/vocab"
 	"coord/watch"
 	"coord/zk"
 )
@@ -276,14 +277,14 @@ var zkKinds = func() map[zk.OpCode]sessions.OpKind {
 func (zc *zkConn) translate(h zk.RequestHeader, body zk.Record, decodeErr error, arrived time.Time) (*sessions.Request, zkTag) {
 	tag := zkTag{op: h.Type, start: arrived}
 	req := &sessions.Request{Xid: int64(h.Xid)}
-	refuse := func(code fsm.Code, close bool) {
+	refuse := func(code vocab.Code, close bool) {
 		req.Kind, req.Code, tag.close = sessions.OpRefuse, code, close
 	}
 	if decodeErr != nil {
 		// An unknown op is answered Unimplemented and the connection closed;
 		// a body that does not decode gets MarshallingError.
 		code := zk.CodeOf(decodeErr)
-		refuse(code, code == fsm.Unimplemented)
+		refuse(code, code == vocab.Unimplemented)
 		req.Tag = tag
 		return req, tag
 	}
@@ -293,10 +294,10 @@ func (zc *zkConn) translate(h zk.RequestHeader, body zk.Record, decodeErr error,
 		// ping, closeSession, whoAmI: the kind is the whole request.
 	case *zk.CreateRequest:
 		mode := b.Flags
-		if h.Type == zk.OpCreateContainer && mode != fsm.ModeContainer {
+		if h.Type == zk.OpCreateContainer && mode != vocab.ModeContainer {
 			mode = -1 // ZooKeeper refuses a createContainer without the container flag
 		}
-		if h.Type != zk.OpCreateContainer && mode == fsm.ModeContainer {
+		if h.Type != zk.OpCreateContainer && mode == vocab.ModeContainer {
 			mode = -1
 		}
 		if mode.IsTTL() {
@@ -374,7 +375,7 @@ func (zc *zkConn) translate(h zk.RequestHeader, body zk.Record, decodeErr error,
 	case *zk.SASLRequest:
 		if len(zc.s.cfg.SASLUsers) == 0 {
 			// No SASL users: Unimplemented, and the connection is closed.
-			refuse(fsm.Unimplemented, true)
+			refuse(vocab.Unimplemented, true)
 			break
 		}
 		req.Auth = b.Token
@@ -382,12 +383,12 @@ func (zc *zkConn) translate(h zk.RequestHeader, body zk.Record, decodeErr error,
 		// A standalone check and a client's deleteContainer are not
 		// served (the table's OpRefuse row): Unimplemented, below.
 	default:
-		refuse(fsm.Unimplemented, true)
+		refuse(vocab.Unimplemented, true)
 	}
-	if req.Kind == sessions.OpRefuse && req.Code == fsm.OK {
+	if req.Kind == sessions.OpRefuse && req.Code == vocab.OK {
 		// An op code the table refuses: Unimplemented, and the connection
 		// is closed.
-		refuse(fsm.Unimplemented, true)
+		refuse(vocab.Unimplemented, true)
 	}
 	req.Tag = tag
 	return req, tag
@@ -396,7 +397,7 @@ func (zc *zkConn) translate(h zk.RequestHeader, body zk.Record, decodeErr error,
 // createOp is a create with mode already checked against its op (-1 when
 // ZooKeeper would refuse it with BadArguments). Jute's data is already in
 // the session layer's form: nil is null data.
-func createOp(path string, data []byte, acl []fsm.ACL, mode fsm.CreateMode, ttl int64) fsm.Op {
+func createOp(path string, data []byte, acl []vocab.ACL, mode vocab.CreateMode, ttl int64) fsm.Op {
 	return fsm.Op{Type: fsm.CmdCreate, Path: path, Data: data, ACL: acl, Mode: mode, TTL: ttl}
 }
 
@@ -417,7 +418,7 @@ func multiOp(op zk.MultiOp) (w fsm.Op, result zk.OpCode, marshal bool) {
 			return fsm.Op{}, zk.OpError, true
 		case mode.IsTTL():
 			return createOp(op.Path, op.Data, op.ACL, mode, op.TTL), zk.OpCreate2, false
-		case mode == fsm.ModeContainer:
+		case mode == vocab.ModeContainer:
 			return createOp(op.Path, op.Data, op.ACL, mode, 0), zk.OpCreate2, false
 		}
 		return createOp(op.Path, op.Data, op.ACL, mode, 0), zk.OpCreate, false
@@ -449,7 +450,7 @@ func (zc *zkConn) writeLoop() {
 			case *sessions.Event:
 				buf = zk.AppendEvent(buf, -1, &zk.WatcherEvent{Type: zk.EventType(m.Type), State: m.State, Path: m.Path})
 			case *sessions.Reply:
-				if m.Err == fsm.ConnectionLoss || m.Err == fsm.SessionMoved {
+				if m.Err == vocab.ConnectionLoss || m.Err == vocab.SessionMoved {
 					// ZooKeeper never sends ConnectionLoss, and answers a
 					// request on a connection its session left
 					// (SessionMoved) by closing it: the client reports the
@@ -461,7 +462,7 @@ func (zc *zkConn) writeLoop() {
 				tag, _ := m.Tag.(zkTag)
 				buf = encodeReply(buf, tag, m)
 				zc.stats.replied(tag.op, m.Xid, m.Zxid, tag.start)
-				closeAfter = tag.close || ((tag.op == zk.OpAuth || tag.op == zk.OpSASL) && m.Err == fsm.AuthFailed)
+				closeAfter = tag.close || ((tag.op == zk.OpAuth || tag.op == zk.OpSASL) && m.Err == vocab.AuthFailed)
 			default:
 				continue
 			}
@@ -488,7 +489,7 @@ func (zc *zkConn) writeLoop() {
 func encodeReply(dst []byte, tag zkTag, r *sessions.Reply) []byte {
 	h := zk.ReplyHeader{Xid: int32(r.Xid), Zxid: r.Zxid, Err: r.Err}
 	if r.Kind == sessions.OpRefuse {
-		if r.Err == fsm.Unimplemented {
+		if r.Err == vocab.Unimplemented {
 			h.Zxid = -1 // as ZooKeeper answers an op it does not know
 		}
 		return zk.AppendReply(dst, h, nil)
@@ -498,13 +499,13 @@ func encodeReply(dst []byte, tag zkTag, r *sessions.Reply) []byte {
 	}
 	if tag.op == zk.OpMulti && r.Body == sessions.BodyMulti {
 		if tag.marshalAt > 0 && firstFailed(r.Multi) == tag.marshalAt-1 {
-			h.Err = fsm.MarshallingError
+			h.Err = vocab.MarshallingError
 			return zk.AppendReply(dst, h, nil)
 		}
 		// A failed multi's codes are in its results; the header says OK.
 		return zk.AppendReply(dst, zk.ReplyHeader{Xid: h.Xid, Zxid: r.Zxid}, multiReply(tag, r.Multi))
 	}
-	if tag.op == zk.OpSASL && h.Err == fsm.AuthFailed {
+	if tag.op == zk.OpSASL && h.Err == vocab.AuthFailed {
 		// ZooKeeper answers a failed SASL login with an empty token
 		// (SetSASLResponse(null), length -1) after the AuthFailed header.
 		// The Java client reads a token from every reply while its SASL
@@ -513,7 +514,7 @@ func encodeReply(dst []byte, tag zkTag, r *sessions.Reply) []byte {
 		// AuthFailed.
 		return zk.AppendReply(dst, h, &zk.SASLResponse{Token: nil})
 	}
-	if h.Err != fsm.OK {
+	if h.Err != vocab.OK {
 		return zk.AppendReply(dst, h, nil)
 	}
 	var body zk.Record
@@ -551,7 +552,7 @@ func encodeReply(dst []byte, tag zkTag, r *sessions.Reply) []byte {
 		}
 		body = w
 	case zk.OpAddWatch:
-		body = &zk.ErrorResponse{Err: fsm.OK}
+		body = &zk.ErrorResponse{Err: vocab.OK}
 	case zk.OpMultiRead:
 		body = multiReadReply(r.Reads)
 	}
@@ -564,7 +565,7 @@ func multiReply(tag zkTag, results []fsm.OpResult) *zk.MultiResponse {
 	out := &zk.MultiResponse{Results: make([]zk.MultiResult, len(results))}
 	failed := false
 	for _, r := range results {
-		failed = failed || r.Code != fsm.OK
+		failed = failed || r.Code != vocab.OK
 	}
 	for i, r := range results {
 		res := zk.MultiResult{Type: zk.OpError, Err: r.Code}
@@ -588,7 +589,7 @@ func multiReply(tag zkTag, results []fsm.OpResult) *zk.MultiResponse {
 // firstFailed is the index of a multi's op that failed it, or -1.
 func firstFailed(results []fsm.OpResult) int {
 	for i, r := range results {
-		if r.Code != fsm.OK {
+		if r.Code != vocab.OK {
 			return i
 		}
 	}
@@ -601,7 +602,7 @@ func multiReadReply(reads []sessions.ReadResult) *zk.MultiResponse {
 	out := &zk.MultiResponse{Results: make([]zk.MultiResult, len(reads))}
 	for i, r := range reads {
 		switch {
-		case r.Err != fsm.OK:
+		case r.Err != vocab.OK:
 			out.Results[i] = zk.MultiResult{Type: zk.OpError, Err: r.Err}
 		case r.Kind == sessions.OpGetChildren:
 			out.Results[i] = zk.MultiResult{Type: zk.OpGetChildren, Children: r.Children}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"coord/fsm"
+	"coord/vocab"
 	"coord/zk"
 )
 
@@ -110,7 +110,7 @@ func TestZooKeeperBadInput(t *testing.T) {
 		r.connect(zk.ConnectRequest{TimeOut: 10000, Passwd: make([]byte, 16)})
 		r.nc.Write(zk.AppendRequest(nil, zk.RequestHeader{Xid: 1, Type: 999}, nil))
 		h, _ := r.reply()
-		if h.Xid != 1 || h.Err != fsm.Unimplemented {
+		if h.Xid != 1 || h.Err != vocab.Unimplemented {
 			t.Fatalf("reply %+v", h)
 		}
 		if !r.closed() {
@@ -126,20 +126,20 @@ func TestZooKeeperBadInput(t *testing.T) {
 		binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
 		r.nc.Write(frame)
 		h, _ := r.reply()
-		if h.Xid != 1 || h.Err != fsm.MarshallingError {
+		if h.Xid != 1 || h.Err != vocab.MarshallingError {
 			t.Fatalf("reply %+v", h)
 		}
 		// The connection still works.
 		r.nc.Write(zk.AppendRequest(nil, zk.RequestHeader{Xid: 2, Type: zk.OpExists}, &zk.ExistsRequest{Path: "/zookeeper"}))
-		if h, _ := r.reply(); h.Xid != 2 || h.Err != fsm.OK {
+		if h, _ := r.reply(); h.Xid != 2 || h.Err != vocab.OK {
 			t.Fatalf("exists after a malformed request: %+v", h)
 		}
 	})
 
 	// The good session never noticed.
 	good.nc.Write(zk.AppendRequest(nil, zk.RequestHeader{Xid: 1, Type: zk.OpCreate},
-		&zk.CreateRequest{Path: "/still-fine", ACL: fsm.OpenACLUnsafe}))
-	if h, _ := good.reply(); h.Xid != 1 || h.Err != fsm.OK {
+		&zk.CreateRequest{Path: "/still-fine", ACL: vocab.OpenACLUnsafe}))
+	if h, _ := good.reply(); h.Xid != 1 || h.Err != vocab.OK {
 		t.Fatalf("create on the good session: %+v", h)
 	}
 }

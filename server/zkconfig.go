@@ -12,6 +12,7 @@ import (
 
 	"coord/fsm"
 	"coord/server/replica"
+	"coord/vocab"
 )
 
 // /zookeeper/config shows the cluster's membership in ZooKeeper's dynamic
@@ -83,7 +84,7 @@ func (l configLine) GRPCAddr() string {
 // reconfig, so a caller without WRITE on /zookeeper/config gets NoAuth where
 // ZooKeeper would too.
 type argError struct {
-	code fsm.Code
+	code vocab.Code
 	msg  string
 	late bool
 }
@@ -91,15 +92,15 @@ type argError struct {
 func (e *argError) Error() string { return e.msg }
 
 func badArgs(format string, a ...any) error {
-	return &argError{code: fsm.BadArguments, msg: fmt.Sprintf(format, a...)}
+	return &argError{code: vocab.BadArguments, msg: fmt.Sprintf(format, a...)}
 }
 
 func marshalling(format string, a ...any) error {
-	return &argError{code: fsm.MarshallingError, msg: fmt.Sprintf(format, a...)}
+	return &argError{code: vocab.MarshallingError, msg: fmt.Sprintf(format, a...)}
 }
 
 func lateArgs(format string, a ...any) error {
-	return &argError{code: fsm.BadArguments, msg: fmt.Sprintf(format, a...), late: true}
+	return &argError{code: vocab.BadArguments, msg: fmt.Sprintf(format, a...), late: true}
 }
 
 // parsePort parses a port as ZooKeeper's InetSocketAddress does: a number
@@ -281,7 +282,7 @@ func (s *Server) renderConfig(servers []replica.Member, current string) (string,
 // currentConfig is this server's /zookeeper/config: its lines (without
 // the version line) and its version.
 func (s *Server) currentConfig() (string, int64) {
-	data, st, err := s.rep.View().GetData("/zookeeper/config", []fsm.Id{{Scheme: "super"}})
+	data, st, err := s.rep.View().GetData("/zookeeper/config", []vocab.Id{{Scheme: "super"}})
 	if err != nil {
 		return "", 0
 	}

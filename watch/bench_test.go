@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"coord/fsm"
+	"coord/vocab"
 )
 
 // benchRegistry holds 100k one-shot data watches: 10k sessions, each
@@ -35,7 +36,7 @@ func BenchmarkTriggerHit(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		p := paths[i%len(paths)]
-		evs := r.Trigger(fsm.Trigger{Path: p, Type: fsm.EventNodeDataChanged, Zxid: int64(i + 1)})
+		evs := r.Trigger(fsm.Trigger{Path: p, Type: vocab.EventNodeDataChanged, Zxid: int64(i + 1)})
 		if len(evs) != 10 {
 			b.Fatalf("%d events", len(evs))
 		}
@@ -53,11 +54,11 @@ func BenchmarkTriggerPersistent(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	r.Trigger(fsm.Trigger{Path: paths[0], Type: fsm.EventNodeDataChanged, Zxid: 1}) // fire the one-shots there
+	r.Trigger(fsm.Trigger{Path: paths[0], Type: vocab.EventNodeDataChanged, Zxid: 1}) // fire the one-shots there
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if evs := r.Trigger(fsm.Trigger{Path: paths[0], Type: fsm.EventNodeDataChanged, Zxid: int64(i + 2)}); len(evs) != 10 {
+		if evs := r.Trigger(fsm.Trigger{Path: paths[0], Type: vocab.EventNodeDataChanged, Zxid: int64(i + 2)}); len(evs) != 10 {
 			b.Fatalf("%d events", len(evs))
 		}
 	}
@@ -69,7 +70,7 @@ func BenchmarkTriggerMiss(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if evs := r.Trigger(fsm.Trigger{Path: "/bench/07/other", Type: fsm.EventNodeDataChanged, Zxid: int64(i + 1)}); evs != nil {
+		if evs := r.Trigger(fsm.Trigger{Path: "/bench/07/other", Type: vocab.EventNodeDataChanged, Zxid: int64(i + 1)}); evs != nil {
 			b.Fatal(evs)
 		}
 	}
@@ -92,7 +93,7 @@ func BenchmarkTriggerRecursive(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		p := kids[i%len(kids)]
-		evs := r.Trigger(fsm.Trigger{Path: p, Type: fsm.EventNodeCreated, Zxid: int64(i + 1)})
+		evs := r.Trigger(fsm.Trigger{Path: p, Type: vocab.EventNodeCreated, Zxid: int64(i + 1)})
 		if len(evs) != 10 {
 			b.Fatalf("%d events", len(evs))
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"coord/fsm"
+	"coord/vocab"
 )
 
 // Readers register data watches "as of" the zxid the apply goroutine last
@@ -164,7 +165,7 @@ func TestConcurrentMixed(t *testing.T) {
 					r.Contains(s, p, Any)
 					r.BySession()
 				case 6:
-					typ := fsm.EventType(1 + i/8%4)
+					typ := vocab.EventType(1 + i/8%4)
 					r.Trigger(fsm.Trigger{Path: p, Type: typ, Zxid: zxid.Add(1)})
 				case 7:
 					if i%64 == 7 {

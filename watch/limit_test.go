@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"coord/fsm"
+	"coord/vocab"
 )
 
 // A session holds at most maxPerSession watches, each kind on a path once;
@@ -41,12 +42,12 @@ func TestLimitPerSession(t *testing.T) {
 
 	// A fired one-shot watch frees its place: the whole path at once (the
 	// fast path) ...
-	r.Trigger(fsm.Trigger{Path: "/a", Type: fsm.EventNodeDataChanged, Zxid: 1})
+	r.Trigger(fsm.Trigger{Path: "/a", Type: vocab.EventNodeDataChanged, Zxid: 1})
 	mustAdd("data /c after /a fired", r.AddData(1, "/c"))
 	refused("data /d", r.AddData(1, "/d"))
 	// ... or one kind among survivors (the persistent watch stays).
 	mustAdd("data /b", func() error { r.Remove(1, "/c", Data); return r.AddData(1, "/b") }())
-	r.Trigger(fsm.Trigger{Path: "/b", Type: fsm.EventNodeDataChanged, Zxid: 2})
+	r.Trigger(fsm.Trigger{Path: "/b", Type: vocab.EventNodeDataChanged, Zxid: 2})
 	mustAdd("data /d after /b's one-shot fired", r.AddData(1, "/d"))
 	refused("data /e", r.AddData(1, "/e"))
 	r.RemoveSession(1)
@@ -73,7 +74,7 @@ func TestReattachLimit(t *testing.T) {
 	if !errors.Is(err, ErrTooManyWatches) {
 		t.Fatalf("Reattach: %v, want ErrTooManyWatches", err)
 	}
-	if len(events) != 1 || events[0].Path != "/a" || events[0].Type != fsm.EventNodeDataChanged {
+	if len(events) != 1 || events[0].Path != "/a" || events[0].Type != vocab.EventNodeDataChanged {
 		t.Fatalf("events %+v, want NodeDataChanged /a", events)
 	}
 	if !g.r.Contains(7, "/b", Data) || !g.r.Contains(7, "/missing", Data) || g.r.Contains(7, "/b", Children) ||

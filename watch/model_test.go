@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"coord/fsm"
+	"coord/vocab"
 )
 
 // model is the registry's meaning: path -> session -> kinds.
@@ -134,7 +135,7 @@ func TestAgainstModel(t *testing.T) {
 						m.add(s, p, k)
 					case op < 15:
 						zxid++
-						tr := fsm.Trigger{Path: pick(), Type: fsm.EventType(1 + rng.IntN(4)), Zxid: zxid}
+						tr := fsm.Trigger{Path: pick(), Type: vocab.EventType(1 + rng.IntN(4)), Zxid: zxid}
 						if wide && op < 13 {
 							tr.Type = deleted
 						}

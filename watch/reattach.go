@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"coord/fsm"
+	"coord/vocab"
 )
 
 // LimitError is Reattach's error when the session's bound left Refused of
@@ -58,7 +59,7 @@ type WatchSet struct {
 // list.
 func (r *Registry) Reattach(v *fsm.View, session int64, relativeZxid int64, w WatchSet) ([]Event, error) {
 	var out []Event
-	synth := func(path string, typ fsm.EventType) {
+	synth := func(path string, typ vocab.EventType) {
 		out = append(out, Event{Session: session, Path: path, Type: typ, Zxid: NoZxid})
 	}
 	pending := make(map[string]kind)
@@ -77,16 +78,16 @@ func (r *Registry) Reattach(v *fsm.View, session int64, relativeZxid int64, w Wa
 		st, err := v.Exists(p)
 		switch {
 		case err != nil:
-			synth(p, fsm.EventNodeDeleted)
+			synth(p, vocab.EventNodeDeleted)
 		case st.Mzxid > relativeZxid:
-			synth(p, fsm.EventNodeDataChanged)
+			synth(p, vocab.EventNodeDataChanged)
 		default:
 			want(p, kData)
 		}
 	}
 	for _, p := range w.ExistWatches {
 		if _, err := v.Exists(p); err == nil {
-			synth(p, fsm.EventNodeCreated)
+			synth(p, vocab.EventNodeCreated)
 		} else {
 			want(p, kData)
 		}
@@ -95,9 +96,9 @@ func (r *Registry) Reattach(v *fsm.View, session int64, relativeZxid int64, w Wa
 		st, err := v.Exists(p)
 		switch {
 		case err != nil:
-			synth(p, fsm.EventNodeDeleted)
+			synth(p, vocab.EventNodeDeleted)
 		case st.Pzxid > relativeZxid:
-			synth(p, fsm.EventNodeChildrenChanged)
+			synth(p, vocab.EventNodeChildrenChanged)
 		default:
 			want(p, kChild)
 		}

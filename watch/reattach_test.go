@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"coord/fsm"
+	"coord/vocab"
 )
 
 // rig applies commands to an FSM and passes its triggers to a registry, as
@@ -43,7 +44,7 @@ func (g *rig) apply(c fsm.Command) ([]Event, int64) {
 
 func create(path string) fsm.Command {
 	return fsm.Command{Type: fsm.CmdCreate, Op: fsm.Op{
-		Type: fsm.CmdCreate, Path: path, Data: []byte("x"), ACL: fsm.OpenACLUnsafe, Mode: fsm.ModePersistent}}
+		Type: fsm.CmdCreate, Path: path, Data: []byte("x"), ACL: vocab.OpenACLUnsafe, Mode: vocab.ModePersistent}}
 }
 
 func setData(path string) fsm.Command {

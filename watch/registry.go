@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"coord/fsm"
+	"coord/vocab"
 )
 
 // NoZxid is the Zxid of events that no single change caused: those Reattach
@@ -18,7 +19,7 @@ const NoZxid int64 = -1
 type Event struct {
 	Session int64
 	Path    string // the changed node (a descendant of the watched path for recursive watches)
-	Type    fsm.EventType
+	Type    vocab.EventType
 	Zxid    int64 // the change's zxid, or NoZxid
 }
 

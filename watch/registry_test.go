@@ -12,13 +12,14 @@ import (
 	"testing"
 
 	"coord/fsm"
+	"coord/vocab"
 )
 
 const (
-	created  = fsm.EventNodeCreated
-	deleted  = fsm.EventNodeDeleted
-	changed  = fsm.EventNodeDataChanged
-	children = fsm.EventNodeChildrenChanged
+	created  = vocab.EventNodeCreated
+	deleted  = vocab.EventNodeDeleted
+	changed  = vocab.EventNodeDataChanged
+	children = vocab.EventNodeChildrenChanged
 )
 
 // reg is one registration: kind "d" AddData, "c" AddChild, "p" AddWatch mode
@@ -191,7 +192,7 @@ func checkInvariants(t *testing.T, r *Registry) {
 	}
 }
 
-func ev(s int64, p string, typ fsm.EventType, z int64) Event {
+func ev(s int64, p string, typ vocab.EventType, z int64) Event {
 	return Event{Session: s, Path: p, Type: typ, Zxid: z}
 }
 
@@ -221,7 +222,7 @@ func TestTriggerRules(t *testing.T) {
 		name string
 		regs []reg
 		path string
-		typ  fsm.EventType
+		typ  vocab.EventType
 		want []int64  // sessions that get an event (path, type and zxid are the trigger's)
 		left []string // dump after the trigger
 	}{
@@ -296,7 +297,7 @@ func TestTriggerRules(t *testing.T) {
 			[]reg{{2, "/a", "d"}, {1, "/a", "c"}, {3, "/a/b", "d"}}, "/a", deleted, []int64{1, 2},
 			[]string{"3 /a/b d"}},
 
-		{"unknown event type fires nothing", []reg{{1, "/a", "dcpr"}}, "/a", fsm.EventType(0), nil, []string{"1 /a dcpr"}},
+		{"unknown event type fires nothing", []reg{{1, "/a", "dcpr"}}, "/a", vocab.EventType(0), nil, []string{"1 /a dcpr"}},
 		{"nothing registered", nil, "/a", changed, nil, nil},
 	}
 	for _, tc := range tests {
@@ -358,7 +359,7 @@ func TestTriggerSequences(t *testing.T) {
 
 // fires and survivors must agree: Trigger's fast path relies on it.
 func TestFiresAgreesWithSurvivors(t *testing.T) {
-	for typ := fsm.EventType(0); typ <= 5; typ++ {
+	for typ := vocab.EventType(0); typ <= 5; typ++ {
 		for k := kind(1); k <= kAll; k++ {
 			fire, c := fires(k, typ)
 			if want := k &^ survivors(typ); c != want {

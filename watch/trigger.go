@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"coord/fsm"
+	"coord/vocab"
 )
 
 // Trigger fires the watches a committed change t matches and returns the
@@ -90,13 +91,13 @@ func keep[T any](s []T) []T {
 // in one, fired by NodeCreated, NodeDataChanged and NodeDeleted; child and
 // persistent watches in the other, fired by NodeChildrenChanged and
 // NodeDeleted.
-func fires(k kind, typ fsm.EventType) (fire bool, consume kind) {
+func fires(k kind, typ vocab.EventType) (fire bool, consume kind) {
 	switch typ {
-	case fsm.EventNodeCreated, fsm.EventNodeDataChanged:
+	case vocab.EventNodeCreated, vocab.EventNodeDataChanged:
 		return k&(kData|kPersistent|kRecursive) != 0, k & kData
-	case fsm.EventNodeDeleted:
+	case vocab.EventNodeDeleted:
 		return k != 0, k & (kData | kChild)
-	case fsm.EventNodeChildrenChanged:
+	case vocab.EventNodeChildrenChanged:
 		return k&(kChild|kPersistent) != 0, k & kChild
 	}
 	return false, 0
@@ -104,13 +105,13 @@ func fires(k kind, typ fsm.EventType) (fire bool, consume kind) {
 
 // survivors is the set of kinds on the changed path that an event of type
 // typ leaves in place.
-func survivors(typ fsm.EventType) kind {
+func survivors(typ vocab.EventType) kind {
 	switch typ {
-	case fsm.EventNodeCreated, fsm.EventNodeDataChanged:
+	case vocab.EventNodeCreated, vocab.EventNodeDataChanged:
 		return kAll &^ kData
-	case fsm.EventNodeDeleted:
+	case vocab.EventNodeDeleted:
 		return kAll &^ (kData | kChild)
-	case fsm.EventNodeChildrenChanged:
+	case vocab.EventNodeChildrenChanged:
 		return kAll &^ kChild
 	}
 	return kAll
@@ -119,8 +120,8 @@ func survivors(typ fsm.EventType) kind {
 // reachesDescendants reports whether recursive watches on the ancestors of a
 // changed node fire for typ: they live only in ZooKeeper's data table, which
 // NodeChildrenChanged does not consult.
-func reachesDescendants(typ fsm.EventType) bool {
-	return typ == fsm.EventNodeCreated || typ == fsm.EventNodeDeleted || typ == fsm.EventNodeDataChanged
+func reachesDescendants(typ vocab.EventType) bool {
+	return typ == vocab.EventNodeCreated || typ == vocab.EventNodeDeleted || typ == vocab.EventNodeDataChanged
 }
 
 // parent returns the parent of an absolute path, or false for the root (and

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"coord/fsm"
+	"coord/vocab"
 )
 
 // Unit tests of the raft adapter on its own: a Replica with only what
@@ -42,7 +43,7 @@ func entryOf(index uint64, origin string, seq uint64, cmds ...*fsm.Command) *raf
 }
 
 func createCmd(path string, data []byte) *fsm.Command {
-	return &fsm.Command{Type: fsm.CmdCreate, Time: 1, Op: fsm.Op{Type: fsm.CmdCreate, Path: path, Data: data, ACL: fsm.OpenACLUnsafe}}
+	return &fsm.Command{Type: fsm.CmdCreate, Time: 1, Op: fsm.Op{Type: fsm.CmdCreate, Path: path, Data: data, ACL: vocab.OpenACLUnsafe}}
 }
 
 // snapshotOf streams r's state as raft would persist it.

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"coord/fsm"
+	"coord/vocab"
 )
 
 // The audit log (Config.Audit): one record per write a client of this
@@ -84,11 +85,11 @@ func (l *Layer) Close() {
 
 // AuditUsers is a caller's identities as the audit log names them (for
 // writes the server proposes for a session, such as reconfig's).
-func AuditUsers(ids []fsm.Id) string { return auditUsers(ids) }
+func AuditUsers(ids []vocab.Id) string { return auditUsers(ids) }
 
 // auditUsers is the session's identities as ZooKeeper's audit log names
 // them: comma-separated, the user part of digest ids.
-func auditUsers(ids []fsm.Id) string {
+func auditUsers(ids []vocab.Id) string {
 	var b strings.Builder
 	for i, id := range ids {
 		if i > 0 {
@@ -104,21 +105,21 @@ func auditUsers(ids []fsm.Id) string {
 }
 
 // nodeType names a create mode as ZooKeeper's audit log does.
-func nodeType(m fsm.CreateMode) string {
+func nodeType(m vocab.CreateMode) string {
 	switch m {
-	case fsm.ModePersistent:
+	case vocab.ModePersistent:
 		return "persistent"
-	case fsm.ModeEphemeral:
+	case vocab.ModeEphemeral:
 		return "ephemeral"
-	case fsm.ModePersistentSequential:
+	case vocab.ModePersistentSequential:
 		return "persistent_sequential"
-	case fsm.ModeEphemeralSequential:
+	case vocab.ModeEphemeralSequential:
 		return "ephemeral_sequential"
-	case fsm.ModeContainer:
+	case vocab.ModeContainer:
 		return "container"
-	case fsm.ModePersistentTTL:
+	case vocab.ModePersistentTTL:
 		return "persistent_with_ttl"
-	case fsm.ModePersistentSequentialTTL:
+	case vocab.ModePersistentSequentialTTL:
 		return "persistent_sequential_with_ttl"
 	}
 	return "unknown"
@@ -202,7 +203,7 @@ func writeAttrs(cmd *fsm.Command, res fsm.Result, err error) ([]slog.Attr, bool)
 	case err != nil:
 		attrs = append(attrs, slog.String("result", "connectionloss"))
 	case res.Err != nil:
-		attrs = append(attrs, slog.String("result", "failure"), slog.String("code", fsm.CodeOf(res.Err).String()))
+		attrs = append(attrs, slog.String("result", "failure"), slog.String("code", vocab.CodeOf(res.Err).String()))
 	default:
 		attrs = append(attrs, slog.String("result", "success"))
 	}
@@ -225,7 +226,7 @@ func (c *Conn) auditAuth(scheme string, ok bool) {
 }
 
 // ip is the session's address (its ip id).
-func (c *Conn) ip(ids []fsm.Id) string {
+func (c *Conn) ip(ids []vocab.Id) string {
 	for _, id := range ids {
 		if id.Scheme == "ip" {
 			return id.ID
@@ -234,7 +235,7 @@ func (c *Conn) ip(ids []fsm.Id) string {
 	return ""
 }
 
-func aclString(acl []fsm.ACL) string {
+func aclString(acl []vocab.ACL) string {
 	parts := make([]string, len(acl))
 	for i, a := range acl {
 		parts[i] = a.ID.Scheme + ":" + a.ID.ID + ":" + permString(a.Perms)
@@ -243,12 +244,12 @@ func aclString(acl []fsm.ACL) string {
 }
 
 // permString is ZooKeeper's short form of permissions (cdrwa).
-func permString(p fsm.Perm) string {
+func permString(p vocab.Perm) string {
 	var b strings.Builder
 	for _, x := range []struct {
-		bit fsm.Perm
+		bit vocab.Perm
 		c   byte
-	}{{fsm.PermCreate, 'c'}, {fsm.PermDelete, 'd'}, {fsm.PermRead, 'r'}, {fsm.PermWrite, 'w'}, {fsm.PermAdmin, 'a'}} {
+	}{{vocab.PermCreate, 'c'}, {vocab.PermDelete, 'd'}, {vocab.PermRead, 'r'}, {vocab.PermWrite, 'w'}, {vocab.PermAdmin, 'a'}} {
 		if p&x.bit != 0 {
 			b.WriteByte(x.c)
 		}

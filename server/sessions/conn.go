@@ -25,8 +25,8 @@ type Conn struct {
 	out     *outbox
 
 	mu            sync.Mutex
-	auth          []fsm.Id // replaced, never changed in place
-	writes        int      // writes (and syncs) submitted but not completed
+	auth          []vocab.Id // replaced, never changed in place
+	writes        int        // writes (and syncs) submitted but not completed
 	drained       chan struct{}
 	closingClient bool // the client asked to close the session
 	failed        bool // a write's fate is unknown: refuse further writes
@@ -39,7 +39,7 @@ type Conn struct {
 	watchLimitLogged bool
 }
 
-func newConn(l *Layer, id int64, timeout int32, owner string, auth []fsm.Id) *Conn {
+func newConn(l *Layer, id int64, timeout int32, owner string, auth []vocab.Id) *Conn {
 	c := &Conn{l: l, id: id, timeout: timeout, owner: owner, auth: auth,
 		out: newOutbox(l.cfg.MaxOutstanding, l.cfg.MaxQueuedBytes, l.cfg.Metrics.Throttled)}
 	c.out.stages = l.cfg.Metrics
@@ -48,9 +48,9 @@ func newConn(l *Layer, id int64, timeout int32, owner string, auth []fsm.Id) *Co
 
 // connect is Connect.
 func (l *Layer) connect(ctx context.Context, req *ConnectRequest, ip string) (*Conn, *ConnectReply, error) {
-	auth := []fsm.Id{}
+	auth := []vocab.Id{}
 	if ip != "" {
-		auth = append(auth, fsm.Id{Scheme: "ip", ID: ip})
+		auth = append(auth, vocab.Id{Scheme: "ip", ID: ip})
 	}
 	for _, id := range req.Auth {
 		if id.Scheme == "digest" {
@@ -188,13 +188,13 @@ func (l *Layer) reattachLocked(c *Conn, v *fsm.View, w *WatchSet) error {
 	return err
 }
 
-func (c *Conn) identities() []fsm.Id {
+func (c *Conn) identities() []vocab.Id {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.auth
 }
 
-func (c *Conn) addIdentity(id fsm.Id) {
+func (c *Conn) addIdentity(id vocab.Id) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, have := range c.auth {
@@ -202,7 +202,7 @@ func (c *Conn) addIdentity(id fsm.Id) {
 			return
 		}
 	}
-	c.auth = append(append([]fsm.Id(nil), c.auth...), id)
+	c.auth = append(append([]vocab.Id(nil), c.auth...), id)
 }
 
 // beginWrite counts a write (or sync) that later reads must wait for.

@@ -46,7 +46,7 @@ type Config struct {
 	// Reconfig carries out a reconfig request of a session holding ids
 	// and answers it (a BodyData reply: the new /zookeeper/config); nil
 	// answers ReconfigDisabled.
-	Reconfig func(ctx context.Context, ids []fsm.Id, args *ReconfigArgs) *Reply
+	Reconfig func(ctx context.Context, ids []vocab.Id, args *ReconfigArgs) *Reply
 }
 
 // Metrics is told of what the session layer does.
@@ -153,11 +153,11 @@ func refuse(kind error, format string, args ...any) error {
 // digestIdentities are the ids a session gains by authenticating with
 // digest id: super: first if id is the superuser's, then id itself (the
 // order ZooKeeper's DigestAuthenticationProvider adds them in).
-func (l *Layer) digestIdentities(id fsm.Id) []fsm.Id {
+func (l *Layer) digestIdentities(id vocab.Id) []vocab.Id {
 	if l.cfg.SuperDigest != "" && id.ID == l.cfg.SuperDigest {
-		return []fsm.Id{{Scheme: "super", ID: ""}, id}
+		return []vocab.Id{{Scheme: "super", ID: ""}, id}
 	}
-	return []fsm.Id{id}
+	return []vocab.Id{id}
 }
 
 // Touch records that a session was heard from. On the leader it extends
@@ -282,7 +282,7 @@ func (l *Layer) Applied(cmd *fsm.Command, res fsm.Result, triggers []fsm.Trigger
 			// Only a session that may read the node at the change is told
 			// (ZooKeeper since CVE-2024-23944); the watch is spent either
 			// way, as ZooKeeper's is.
-			if c := l.conns[ev.Session]; c != nil && fsm.CheckACL(t.ACL, fsm.PermRead, c.identities()) {
+			if c := l.conns[ev.Session]; c != nil && fsm.CheckACL(t.ACL, vocab.PermRead, c.identities()) {
 				c.event(watchEvent(ev))
 			}
 		}

@@ -3,7 +3,7 @@ package sessions
 import (
 	"errors"
 
-	"coord/fsm"
+	"coord/vocab"
 	"coord/watch"
 )
 
@@ -48,7 +48,7 @@ func (c *Conn) watchReply(op, path string, err error) *Reply {
 	}
 	if errors.Is(err, watch.ErrTooManyWatches) {
 		c.watchRefused(op, path, 1, 1)
-		return &Reply{Err: fsm.QuotaExceeded, ErrPath: path}
+		return &Reply{Err: vocab.QuotaExceeded, ErrPath: path}
 	}
-	return &Reply{Err: fsm.BadArguments, ErrPath: path}
+	return &Reply{Err: vocab.BadArguments, ErrPath: path}
 }

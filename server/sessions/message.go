@@ -46,7 +46,7 @@ type Request struct {
 	Scheme      string             // auth
 	Auth        []byte             // auth
 	Watches     *WatchSet          // setWatches
-	Code        fsm.Code           // OpRefuse: the code to answer with
+	Code        vocab.Code         // OpRefuse: the code to answer with
 	Reconfig    *ReconfigArgs      // reconfig
 }
 
@@ -99,17 +99,17 @@ type Reply struct {
 	Kind    OpKind
 	Xid     int64
 	Tag     any
-	Zxid    int64    // the zxid the answer reflects: this server's last applied, or the write's
-	Err     fsm.Code // ZooKeeper's result code
-	ErrPath string   // the node an error is about, when known
+	Zxid    int64      // the zxid the answer reflects: this server's last applied, or the write's
+	Err     vocab.Code // ZooKeeper's result code
+	ErrPath string     // the node an error is about, when known
 	Body    Body
 
 	Path     string         // create: the created node; sync: the path
-	Stat     fsm.Stat       // create, setData, setACL, exists, getData, getChildren, getACL
+	Stat     vocab.Stat     // create, setData, setACL, exists, getData, getChildren, getACL
 	Data     []byte         // getData; nil is null data
 	Owner    int64          // getData: a container's or TTL node's stored owner (fsm.View.GetDataKind)
 	Children []string       // getChildren; getEphemerals' paths
-	ACL      []fsm.ACL      // getACL
+	ACL      []vocab.ACL    // getACL
 	Count    int32          // getAllChildrenNumber
 	Multi    []fsm.OpResult // multi
 	Reads    []ReadResult   // multiRead
@@ -123,9 +123,9 @@ type Reply struct {
 // ReadResult is one result of a multiRead.
 type ReadResult struct {
 	Kind     OpKind // the read's kind: OpGetData, OpGetChildren, or another when unknown
-	Err      fsm.Code
+	Err      vocab.Code
 	Data     []byte // OpGetData; nil is null data
-	Stat     fsm.Stat
+	Stat     vocab.Stat
 	Children []string // OpGetChildren
 }
 
@@ -137,12 +137,12 @@ type ClientInfo struct {
 
 // eventNone is ZooKeeper's event type of a session state change (None),
 // which concerns no node.
-const eventNone fsm.EventType = -1
+const eventNone vocab.EventType = -1
 
 // Event is a notification to the session: a watch that fired, or (type
 // eventNone) a change of the session's state.
 type Event struct {
-	Type  fsm.EventType
+	Type  vocab.EventType
 	State vocab.KeeperState
 	Path  string
 	Zxid  int64 // the change's zxid, or watch.NoZxid
@@ -210,10 +210,10 @@ func WireData(data []byte, null bool) []byte {
 type ConnectRequest struct {
 	SessionID int64
 	Password  []byte
-	TimeoutMs int32     // the timeout the client asks for
-	LastZxid  int64     // the last zxid the client has seen
-	Watches   *WatchSet // watches to re-register on re-attach
-	Auth      []fsm.Id  // identities the client authenticates with
+	TimeoutMs int32      // the timeout the client asks for
+	LastZxid  int64      // the last zxid the client has seen
+	Watches   *WatchSet  // watches to re-register on re-attach
+	Auth      []vocab.Id // identities the client authenticates with
 	// ReadOnly: the client accepts a read-only session (ZooKeeper's
 	// canBeReadOnly) if this server is cut off from the quorum.
 	ReadOnly bool

@@ -5,8 +5,8 @@ import (
 	"encoding/binary"
 	"time"
 
-	"coord/fsm"
 	"coord/session"
+	"coord/vocab"
 	"coord/zxid"
 )
 
@@ -58,7 +58,7 @@ func (l *Layer) readOnlyMode() bool { return l.cfg.ReadOnly != nil && l.cfg.Read
 
 // connectReadOnly connects a client that accepts a read-only session while
 // the server is in read-only mode.
-func (l *Layer) connectReadOnly(req *ConnectRequest, auth []fsm.Id) (*Conn, *ConnectReply, error) {
+func (l *Layer) connectReadOnly(req *ConnectRequest, auth []vocab.Id) (*Conn, *ConnectReply, error) {
 	// As ZooKeeper: a server older than what the client has seen refuses it
 	// (no waiting: without a leader it will not catch up).
 	if last := zxid.Zxid(req.LastZxid); last > l.rep.LastZxid() {
@@ -197,6 +197,6 @@ func (c *Conn) readOnlyRefusal(req *Request, start time.Time) bool {
 	if sl == nil {
 		return true
 	}
-	c.answer(sl, req, &Reply{Err: fsm.NotReadOnly, Zxid: int64(c.l.rep.LastZxid())}, start)
+	c.answer(sl, req, &Reply{Err: vocab.NotReadOnly, Zxid: int64(c.l.rep.LastZxid())}, start)
 	return true
 }

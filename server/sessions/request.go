@@ -9,6 +9,7 @@ import (
 
 	"coord/fsm"
 	"coord/server/replica"
+	"coord/vocab"
 	"coord/watch"
 )
 
@@ -58,8 +59,8 @@ func (c *Conn) answer(sl *slot, req *Request, r *Reply, start time.Time) {
 }
 
 func errReply(err error) *Reply {
-	r := &Reply{Err: fsm.CodeOf(err)}
-	var fe *fsm.Error
+	r := &Reply{Err: vocab.CodeOf(err)}
+	var fe *vocab.Error
 	if errors.As(err, &fe) {
 		r.ErrPath = fe.Path
 	}
@@ -82,7 +83,7 @@ func (c *Conn) write(req *Request, cmd *fsm.Command, start time.Time) {
 		// An earlier write's fate is unknown: nothing after it may take
 		// effect, or the session's order could break. The connection is
 		// closing; the client re-attaches and finds out.
-		c.answer(sl, req, &Reply{Err: fsm.ConnectionLoss, Zxid: int64(c.l.rep.LastZxid())}, start)
+		c.answer(sl, req, &Reply{Err: vocab.ConnectionLoss, Zxid: int64(c.l.rep.LastZxid())}, start)
 		return
 	}
 	if res, refused := fsm.RefuseOversize(cmd, c.l.cfg.MaxDataBytes); refused {
@@ -96,7 +97,7 @@ func (c *Conn) write(req *Request, cmd *fsm.Command, start time.Time) {
 	if early {
 		// A planted bug (jepsenplanted builds only): answered before the
 		// entry commits, as if it had succeeded.
-		c.answer(sl, req, &Reply{Body: BodyStat, Zxid: int64(c.l.rep.LastZxid()), Stat: fsm.Stat{Version: cmd.Op.Version + 1}}, start)
+		c.answer(sl, req, &Reply{Body: BodyStat, Zxid: int64(c.l.rep.LastZxid()), Stat: vocab.Stat{Version: cmd.Op.Version + 1}}, start)
 	}
 	c.l.cfg.Metrics.ObserveStage(replica.StageSession, time.Since(start))
 	c.l.rep.Submit(cmd, func(ar replica.Result) {
@@ -107,7 +108,7 @@ func (c *Conn) write(req *Request, cmd *fsm.Command, start time.Time) {
 		if errors.Is(ar.Err, replica.ErrRefused) {
 			// Refused before reaching the log: nothing changed, and the
 			// connection stays.
-			c.answer(sl, req, &Reply{Err: fsm.SystemError, Zxid: int64(c.l.rep.LastZxid())}, start)
+			c.answer(sl, req, &Reply{Err: vocab.SystemError, Zxid: int64(c.l.rep.LastZxid())}, start)
 			return
 		}
 		c.auditWrite(cmd, ar.Res, ar.Err)
@@ -119,7 +120,7 @@ func (c *Conn) write(req *Request, cmd *fsm.Command, start time.Time) {
 			// The entry's fate is unknown (lost leader, server stopping):
 			// answer ConnectionLoss and drop the connection so the client
 			// re-attaches and finds out, as with ZooKeeper.
-			r = &Reply{Err: fsm.ConnectionLoss, Zxid: int64(c.l.rep.LastZxid())}
+			r = &Reply{Err: vocab.ConnectionLoss, Zxid: int64(c.l.rep.LastZxid())}
 		} else {
 			r = writeReply(cmd, ar.Res)
 			r.start, r.applied = start, time.Now()
@@ -182,7 +183,7 @@ func (c *Conn) sync(req *Request, start time.Time) {
 			err = c.l.rep.WaitApplied(ctx, idx)
 		}
 		if err != nil {
-			r = &Reply{Err: fsm.ConnectionLoss}
+			r = &Reply{Err: vocab.ConnectionLoss}
 		}
 		// Answer under the apply lock, as a read: events of later applies
 		// follow the response.
@@ -204,7 +205,7 @@ func (c *Conn) reconfig(req *Request, start time.Time) {
 	}
 	hook := c.l.cfg.Reconfig
 	if hook == nil || req.Reconfig == nil {
-		c.answer(sl, req, &Reply{Err: fsm.ReconfigDisabled, Zxid: int64(c.l.rep.LastZxid())}, start)
+		c.answer(sl, req, &Reply{Err: vocab.ReconfigDisabled, Zxid: int64(c.l.rep.LastZxid())}, start)
 		return
 	}
 	c.beginWrite()
@@ -254,7 +255,7 @@ func (c *Conn) read(sl *slot, req *Request, run Run, start time.Time) {
 	})
 }
 
-func (c *Conn) readOn(v *fsm.View, req *Request, ids []fsm.Id) *Reply {
+func (c *Conn) readOn(v *fsm.View, req *Request, ids []vocab.Id) *Reply {
 	l := c.l
 	switch req.Kind {
 	case OpRefuse:
@@ -276,7 +277,7 @@ func (c *Conn) readOn(v *fsm.View, req *Request, ids []fsm.Id) *Reply {
 		if strings.IndexByte(req.Path, 0) >= 0 {
 			// ZooKeeper's exists refuses a NUL in the path before it
 			// registers a watch.
-			return &Reply{Err: fsm.BadArguments, ErrPath: req.Path}
+			return &Reply{Err: vocab.BadArguments, ErrPath: req.Path}
 		}
 		st, err := v.Exists(req.Path)
 		if req.Watch {
@@ -286,8 +287,8 @@ func (c *Conn) readOn(v *fsm.View, req *Request, ids []fsm.Id) *Reply {
 			}
 		}
 		if err != nil {
-			if fsm.CodeOf(err) == fsm.NoNode {
-				return &Reply{Err: fsm.NoNode, Body: BodyStat}
+			if vocab.CodeOf(err) == vocab.NoNode {
+				return &Reply{Err: vocab.NoNode, Body: BodyStat}
 			}
 			return errReply(err)
 		}
@@ -321,20 +322,20 @@ func (c *Conn) readOn(v *fsm.View, req *Request, ids []fsm.Id) *Reply {
 		return c.multiRead(v, req.Reads, ids)
 	case OpAddWatch:
 		if err := l.watches.AddWatch(c.id, req.Path, req.WatchMode); err != nil {
-			if r := c.watchReply("addWatch", req.Path, err); r.Err == fsm.QuotaExceeded {
+			if r := c.watchReply("addWatch", req.Path, err); r.Err == vocab.QuotaExceeded {
 				return r
 			}
-			return &Reply{Err: fsm.BadArguments}
+			return &Reply{Err: vocab.BadArguments}
 		}
 		return &Reply{Body: BodyEmpty}
 	case OpRemoveWatches:
 		if !l.watches.Remove(c.id, req.Path, req.WatcherType) {
-			return &Reply{Err: fsm.NoWatcher, ErrPath: req.Path}
+			return &Reply{Err: vocab.NoWatcher, ErrPath: req.Path}
 		}
 		return &Reply{Body: BodyEmpty}
 	case OpCheckWatches:
 		if !l.watches.Contains(c.id, req.Path, req.WatcherType) {
-			return &Reply{Err: fsm.NoWatcher, ErrPath: req.Path}
+			return &Reply{Err: vocab.NoWatcher, ErrPath: req.Path}
 		}
 		return &Reply{Body: BodyEmpty}
 	case OpAuth:
@@ -348,7 +349,7 @@ func (c *Conn) readOn(v *fsm.View, req *Request, ids []fsm.Id) *Reply {
 		// reply says so (QuotaExceeded) after the events of those that
 		// were. go-zookeeper logs it; the Java client ignores it.
 		if errors.Is(c.l.reattachLocked(c, v, req.Watches), watch.ErrTooManyWatches) {
-			return &Reply{Err: fsm.QuotaExceeded}
+			return &Reply{Err: vocab.QuotaExceeded}
 		}
 		return &Reply{Body: BodyEmpty}
 	case OpWhoAmI:
@@ -362,22 +363,22 @@ func (c *Conn) readOn(v *fsm.View, req *Request, ids []fsm.Id) *Reply {
 		}
 		return r
 	}
-	return &Reply{Err: fsm.Unimplemented}
+	return &Reply{Err: vocab.Unimplemented}
 }
 
-func (c *Conn) multiRead(v *fsm.View, reads []ReadOp, ids []fsm.Id) *Reply {
+func (c *Conn) multiRead(v *fsm.View, reads []ReadOp, ids []vocab.Id) *Reply {
 	out := make([]ReadResult, len(reads))
 	for i, op := range reads {
 		res := ReadResult{Kind: op.Kind}
 		switch op.Kind {
 		case OpGetData:
 			data, st, err := v.GetData(op.Path, ids)
-			res.Err, res.Data, res.Stat = fsm.CodeOf(err), data, st
+			res.Err, res.Data, res.Stat = vocab.CodeOf(err), data, st
 		case OpGetChildren:
 			kids, st, err := v.GetChildren(op.Path, ids)
-			res.Err, res.Children, res.Stat = fsm.CodeOf(err), kids, st
+			res.Err, res.Children, res.Stat = vocab.CodeOf(err), kids, st
 		default:
-			res.Err = fsm.Unimplemented
+			res.Err = vocab.Unimplemented
 		}
 		out[i] = res
 	}
@@ -391,7 +392,7 @@ func (c *Conn) authenticate(scheme string, auth []byte) *Reply {
 		id, err := fsm.ParseAuthDigest(string(auth))
 		if err != nil {
 			c.auditAuth(scheme, false)
-			return &Reply{Err: fsm.AuthFailed}
+			return &Reply{Err: vocab.AuthFailed}
 		}
 		for _, id := range c.l.digestIdentities(id) {
 			c.addIdentity(id)
@@ -399,7 +400,7 @@ func (c *Conn) authenticate(scheme string, auth []byte) *Reply {
 		c.auditAuth(scheme, true)
 		return &Reply{Body: BodyEmpty}
 	}
-	return &Reply{Err: fsm.AuthFailed}
+	return &Reply{Err: vocab.AuthFailed}
 }
 
 func sessionHex(id int64) string { return fmt.Sprintf("0x%x", id) }

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"bytes"
+	"coord/vocab"
 	"crypto/md5"
 	"crypto/rand"
 	"crypto/subtle"
@@ -10,8 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"coord/fsm"
 )
 
 // SASL DIGEST-MD5 (RFC 2831) as ZooKeeper serves it to clients that log
@@ -38,7 +37,7 @@ type saslDigest struct {
 // step answers one client token: the challenge for the first (empty)
 // token, rspauth for a valid digest-response. It returns the identity the
 // session gains when the exchange completes.
-func (d *saslDigest) step(token []byte) (reply []byte, id *fsm.Id, err error) {
+func (d *saslDigest) step(token []byte) (reply []byte, id *vocab.Id, err error) {
 	switch {
 	case d.done:
 		return nil, nil, fmt.Errorf("%w: the exchange is already complete", errSASLFailed)
@@ -88,7 +87,7 @@ func (d *saslDigest) step(token []byte) (reply []byte, id *fsm.Id, err error) {
 	if authzid := f["authzid"]; authzid != "" {
 		name = authzid
 	}
-	return []byte("rspauth=" + kd(":"+f["digest-uri"])), &fsm.Id{Scheme: "sasl", ID: name}, nil
+	return []byte("rspauth=" + kd(":"+f["digest-uri"])), &vocab.Id{Scheme: "sasl", ID: name}, nil
 }
 
 func md5Hex(b []byte) string {
@@ -140,7 +139,7 @@ func parseDigestFields(b []byte) map[string]string {
 // ZooKeeper does.
 func (c *Conn) sasl(token []byte) *Reply {
 	if len(c.l.cfg.SASLUsers) == 0 {
-		return &Reply{Err: fsm.AuthFailed}
+		return &Reply{Err: vocab.AuthFailed}
 	}
 	c.mu.Lock()
 	if c.saslState == nil {
@@ -152,7 +151,7 @@ func (c *Conn) sasl(token []byte) *Reply {
 	if err != nil {
 		c.l.log.Warn("SASL login refused", "session", sessionHex(c.id), "err", err)
 		c.auditAuth("sasl", false)
-		return &Reply{Err: fsm.AuthFailed}
+		return &Reply{Err: vocab.AuthFailed}
 	}
 	if id != nil {
 		c.addIdentity(*id)

@@ -630,15 +630,15 @@ func (w *world) split(args []string) (flags map[string]bool, opts map[string]str
 	return flags, opts, words
 }
 
-var createModes = map[string]fsm.CreateMode{
-	"ephemeral":            fsm.ModeEphemeral,
-	"sequential":           fsm.ModePersistentSequential,
-	"ephemeral-sequential": fsm.ModeEphemeralSequential,
-	"container":            fsm.ModeContainer,
+var createModes = map[string]vocab.CreateMode{
+	"ephemeral":            vocab.ModeEphemeral,
+	"sequential":           vocab.ModePersistentSequential,
+	"ephemeral-sequential": vocab.ModeEphemeralSequential,
+	"container":            vocab.ModeContainer,
 }
 
 func (w *world) createOp(path string, flags map[string]bool, opts map[string]string, words []string) fsm.Op {
-	op := fsm.Op{Type: fsm.CmdCreate, Path: path, ACL: fsm.OpenACLUnsafe}
+	op := fsm.Op{Type: fsm.CmdCreate, Path: path, ACL: vocab.OpenACLUnsafe}
 	switch len(words) {
 	case 0:
 		op.Data = []byte{}
@@ -677,8 +677,8 @@ func (w *world) atoi(s string) int {
 // ZooKeeper's command line writes them (world:anyone:r, auth::cdrwa,
 // digest:user:hash:cdrwa), except that digest:user:password:perms with a
 // password that is not a hash is hashed here (fsm.DigestID).
-func (w *world) acl(spec string) []fsm.ACL {
-	var out []fsm.ACL
+func (w *world) acl(spec string) []vocab.ACL {
+	var out []vocab.ACL
 	for _, e := range strings.Split(spec, ",") {
 		i := strings.LastIndexByte(e, ':')
 		j := strings.IndexByte(e, ':')
@@ -698,7 +698,7 @@ func (w *world) acl(spec string) []fsm.ACL {
 			}
 			p |= bit
 		}
-		out = append(out, fsm.ACL{Perms: p, ID: fsm.Id{Scheme: scheme, ID: id}})
+		out = append(out, vocab.ACL{Perms: p, ID: vocab.Id{Scheme: scheme, ID: id}})
 	}
 	return out
 }
@@ -881,7 +881,7 @@ func (w *world) formatMessage(tc *tconn, m Message) string {
 	case *Reply:
 		w.sawZxid(tc, m.Zxid)
 		tc.answered++
-		if m.Kind == OpClose && m.Err == fsm.OK {
+		if m.Kind == OpClose && m.Err == vocab.OK {
 			tc.closing = true
 		}
 		return fmt.Sprintf("%s -> %s zxid=%s", tc.what[m.Xid], w.formatReply(m), w.zxid(m.Zxid))
@@ -911,7 +911,7 @@ func (w *world) formatReply(r *Reply) string {
 	case BodyCreate:
 		s += " " + r.Path
 	case BodyStat:
-		if r.Err == fsm.OK {
+		if r.Err == vocab.OK {
 			if r.Kind == OpSetACL {
 				s += fmt.Sprintf(" aversion=%d", r.Stat.Aversion)
 			} else {
@@ -938,7 +938,7 @@ func (w *world) formatReply(r *Reply) string {
 		var res []string
 		for _, op := range r.Multi {
 			e := op.Type.String() + " " + codeName(op.Code)
-			if op.Code == fsm.OK && op.Path != "" {
+			if op.Code == vocab.OK && op.Path != "" {
 				e += " " + op.Path
 			}
 			res = append(res, e)
@@ -958,7 +958,7 @@ func (w *world) formatReply(r *Reply) string {
 	return s
 }
 
-func (w *world) stat(st fsm.Stat) string {
+func (w *world) stat(st vocab.Stat) string {
 	s := fmt.Sprintf("version=%d", st.Version)
 	if st.EphemeralOwner != 0 {
 		s += " owner=" + w.names(fmt.Sprintf("%#x", st.EphemeralOwner))

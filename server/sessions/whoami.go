@@ -1,9 +1,8 @@
 package sessions
 
 import (
+	"coord/vocab"
 	"unicode/utf16"
-
-	"coord/fsm"
 )
 
 // whoAmIOrder returns a connection's identities in the order ZooKeeper 3.8
@@ -21,10 +20,10 @@ import (
 // resize splitting each bin as ConcurrentHashMap.transfer does. (Bins of
 // eight or more turn into trees in a table of 64 or more, which a session
 // with a handful of identities never reaches.)
-func whoAmIOrder(ids []fsm.Id) []fsm.Id {
+func whoAmIOrder(ids []vocab.Id) []vocab.Id {
 	type entry struct {
 		hash int32
-		id   fsm.Id
+		id   vocab.Id
 	}
 	n := 16
 	table := make([][]entry, n)
@@ -77,7 +76,7 @@ func whoAmIOrder(ids []fsm.Id) []fsm.Id {
 		}
 		table, n = next, 2*n
 	}
-	out := make([]fsm.Id, 0, count)
+	out := make([]vocab.Id, 0, count)
 	for _, b := range table {
 		for _, e := range b {
 			out = append(out, e.id)
@@ -87,7 +86,7 @@ func whoAmIOrder(ids []fsm.Id) []fsm.Id {
 }
 
 // idHashCode is org.apache.zookeeper.data.Id.hashCode.
-func idHashCode(id fsm.Id) int32 {
+func idHashCode(id vocab.Id) int32 {
 	h := int32(17)
 	h = 37*h + javaStringHash(id.Scheme)
 	h = 37*h + javaStringHash(id.ID)

@@ -1,11 +1,10 @@
 package sessions
 
 import (
+	"coord/vocab"
 	"reflect"
 	"strings"
 	"testing"
-
-	"coord/fsm"
 )
 
 // The expected orders were printed by ZooKeeper 3.8's own classes: Ids
@@ -13,11 +12,11 @@ import (
 // (ServerCnxn.authInfo) and listed as getAuthInfo lists them. Each list is
 // "scheme|id;..."; the case with 31 ids goes through two resizes.
 func TestWhoAmIOrder(t *testing.T) {
-	parse := func(s string) []fsm.Id {
-		var ids []fsm.Id
+	parse := func(s string) []vocab.Id {
+		var ids []vocab.Id
 		for _, p := range strings.Split(strings.TrimSuffix(s, ";"), ";") {
 			scheme, id, _ := strings.Cut(p, "|")
-			ids = append(ids, fsm.Id{Scheme: scheme, ID: id})
+			ids = append(ids, vocab.Id{Scheme: scheme, ID: id})
 		}
 		return ids
 	}
