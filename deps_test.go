@@ -48,9 +48,11 @@ const drawing = `cmd/coord  cmd/coordctl        jepsen/     (cmd/coordctl also r
       \         |    recipes/coordconn  recipes/zkconn   (adapters: recipes.Conn on coord's client, on go-zookeeper)
        \        |     /      \         /
       server/  client/        recipes/   (recipes: only its own small Conn interface)
-      |    \      |             |
-      |     api/ ---------------+    (protobuf + generated gRPC; its one mapping to vocab/ types)
-      |     zk/ ----------------+    (ZooKeeper wire protocol; no state)
+      |       \   |             |
+server/zkfront \  |             |    (the ZooKeeper front end: its port, connections, jute onto the session layer, four-letter words)
+      |  \      \ |             |
+      |   \      api/ ----------+    (protobuf + generated gRPC; its one mapping to vocab/ types)
+      |    \---- zk/ -----------+    (ZooKeeper wire protocol; no state)
    server/sessions              |    (the session layer: connections, request path, watch delivery, expiry)
       |      \                  |
    server/replica \             |    (the raft member: log, proposer, forwarder, apply; no connections)
@@ -70,7 +72,11 @@ const drawing = `cmd/coord  cmd/coordctl        jepsen/     (cmd/coordctl also r
 //     says, internal/netlab and internal/zkproc);
 //   - recipes/coordconn's "/" reaches client/ and its "\" recipes/;
 //     recipes/zkconn's "/" reaches recipes/ only;
-//   - server/'s "\" reaches the api/ zk/ column and its "|" server/sessions;
+//   - server/'s "\" reaches the api/ zk/ column and its "|"
+//     server/zkfront (and through it server/sessions);
+//   - server/zkfront's "|" reaches server/sessions and its "\" zk/ only
+//     (not api/): the front end is a codec between jute and the session
+//     layer, and never imports server/;
 //   - server/sessions' "|" reaches server/replica and its long "\" watch/ (no
 //     other line enters watch/, the server-local registry);
 //   - server/replica's "|" reaches session/ (and through it fsm/), its first
@@ -93,7 +99,8 @@ var drawn = map[string][]string{
 	"jepsen":             {"recipes/coordconn", "recipes/zkconn", "internal/netlab", "internal/zkproc"},
 	"recipes/coordconn":  {"client", "recipes"},
 	"recipes/zkconn":     {"recipes"},
-	"server":             {"api", "zk", "server/sessions"},
+	"server":             {"api", "zk", "server/zkfront"},
+	"server/zkfront":     {"server/sessions", "zk"},
 	"server/sessions":    {"server/replica", "watch"},
 	"server/replica":     {"api", "session", "internal/logbridge"},
 	"internal/logbridge": {},

@@ -21,11 +21,14 @@
 // touch.go reports the sessions heard from here to the leader; duties.go
 // runs the leader's duties (expire sessions, remove containers and TTL
 // nodes, add servers); leaderloss.go drops the clients of a server cut off
-// from its leader; connlimit.go limits connections per address.
+// from its leader; connlimit.go limits connections per address (both
+// front ends).
 //
 // The front ends, codecs onto the session layer's messages: grpc.go (the
-// Session stream, protobuf), zk.go (the ZooKeeper listener, jute) and
-// zk4lw.go (its four-letter words); admin.go and http.go serve operators.
+// Session stream, protobuf) and package server/zkfront (the ZooKeeper
+// port, jute, four-letter words), which sees this package only through its
+// zkfront.Server interface: zk.go implements it and starts the front end;
+// admin.go and http.go serve operators.
 //
 // server.go starts and stops it all; config.go is its Config; metrics.go
 // its Prometheus collectors; testing.go the TestCluster other packages'

@@ -102,32 +102,6 @@ func TestFourLetterWordsDefaultWhitelist(t *testing.T) {
 	}
 }
 
-// The whitelist as ZooKeeper 3.8's FourLetterCommands.isEnabled reads it:
-// the words listed (trimmed; "*" for all), srvr always, isro in read-only
-// mode.
-func TestFourLetterAllowed(t *testing.T) {
-	for _, tc := range []struct {
-		words    []string
-		readOnly bool
-		allowed  []string
-	}{
-		{nil, false, []string{"srvr"}},
-		{DefaultFourLetterWords(), false, []string{"srvr", "ruok"}},
-		{DefaultFourLetterWords(), true, []string{"srvr", "ruok", "isro"}},
-		{[]string{"mntr"}, false, []string{"srvr", "mntr"}},
-		{[]string{" stat", "cons "}, false, []string{"srvr", "stat", "cons"}},
-		{[]string{"*"}, false, fourLetterWordsAll},
-		{[]string{"ruok", "*"}, false, fourLetterWordsAll},
-	} {
-		s := &Server{cfg: Config{FourLetterWords: tc.words, ReadOnlyMode: tc.readOnly}}
-		for _, w := range fourLetterWordsAll {
-			if got, want := s.fourLetterAllowed(w), slices.Contains(tc.allowed, w); got != want {
-				t.Errorf("whitelist %q, read-only %v: %s allowed %v, want %v", tc.words, tc.readOnly, w, got, want)
-			}
-		}
-	}
-}
-
 // /debug/pprof/ is served only with Config.Pprof (-pprof); without it the
 // HTTP port answers 404 there and serves the rest as before.
 func TestHTTPPprofOnlyWithFlag(t *testing.T) {

@@ -39,13 +39,10 @@ type metrics struct {
 	// watchesRefused counts watches refused by MaxWatchesPerSession, by
 	// the request that asked for them.
 	watchesRefused *prometheus.CounterVec
-	// zk holds the numbers ZooKeeper's four-letter words report of the
-	// ZooKeeper port (zkstats.go).
-	zk *zkServerStats
 }
 
 func newMetrics(s *Server) *metrics {
-	m := &metrics{reg: prometheus.NewRegistry(), zk: newZKServerStats()}
+	m := &metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "coord_server_requests_total", Help: "Client requests answered, by operation and ZooKeeper result code.",
 	}, []string{"op", "code"})

@@ -17,6 +17,7 @@ import (
 	"coord/fsm"
 	"coord/server/replica"
 	"coord/server/sessions"
+	"coord/server/zkfront"
 	"coord/session"
 )
 
@@ -35,17 +36,15 @@ type Server struct {
 	// (an operator removed it); Members then refuses to answer as a member.
 	removed atomic.Bool
 
-	gate        *netGate     // all traffic with the other servers (netgate.go)
-	tls         *tlsFiles    // nil without TLS (tls.go)
-	secureZKLis net.Listener // the TLS-only ZooKeeper port, if any
-	auditFile   *os.File     // the audit log, if any
-	clientConns *addrLimiter // client connections per address (connlimit.go)
+	gate        *netGate          // all traffic with the other servers (netgate.go)
+	tls         *tlsFiles         // nil without TLS (tls.go)
+	auditFile   *os.File          // the audit log, if any
+	clientConns *addrLimiter      // client connections per address, both front ends (connlimit.go)
+	zk          *zkfront.Frontend // the ZooKeeper port (nil when off; zk.go)
 	grpcLis     net.Listener
 	grpc        *grpc.Server
 	gossip      *gossip // nil when gossip is off
 	metrics     *metrics
-	zkLis       net.Listener
-	zkConns     atomic.Int64 // ZooKeeper protocol connections open
 	started     time.Time
 	httpLis     net.Listener
 	http        *http.Server
@@ -59,9 +58,8 @@ type Server struct {
 	lastConfigDiscover time.Time   // reconcileConfig's last discover, under configBusy
 	reconfigMu         sync.Mutex  // one reconfig at a time (reconfig.go)
 
-	mu       sync.Mutex
-	members  map[string]Member          // known servers by id
-	zkByConn map[*sessions.Conn]*zkConn // ZooKeeper protocol connections by session connection
+	mu      sync.Mutex        // guards members (the ZooKeeper front end locks its connections itself)
+	members map[string]Member // known servers by id
 
 	memberFile memberFile // members remembered in the data directory (members.go)
 
@@ -95,7 +93,7 @@ func New(cfg Config) (*Server, error) {
 	log = log.With("server", cfg.ID)
 	s := &Server{
 		cfg: cfg, log: log, clock: session.SystemClock{}, gate: newNetGate(cfg.PeerSourceIP, cfg.PeerNetwork),
-		members: map[string]Member{}, closing: make(chan struct{}), zkByConn: map[*sessions.Conn]*zkConn{}, started: time.Now(),
+		members: map[string]Member{}, closing: make(chan struct{}), started: time.Now(),
 	}
 	if cfg.TLSCert != "" {
 		tf, err := newTLSFiles(cfg.TLSCert, cfg.TLSKey, cfg.TLSCA, cfg.TLSClientAuth)
@@ -374,11 +372,8 @@ func (s *Server) Close() error {
 		if s.http != nil {
 			s.http.Close()
 		}
-		if s.zkLis != nil {
-			s.zkLis.Close()
-		}
-		if s.secureZKLis != nil {
-			s.secureZKLis.Close()
+		if s.zk != nil {
+			s.zk.Close()
 		}
 		s.grpc.Stop()
 		err = s.rep.Close()

@@ -13,6 +13,7 @@ import (
 	"coord/fsm"
 	"coord/server/replica"
 	"coord/vocab"
+	"coord/zk"
 )
 
 // /zookeeper/config shows the cluster's membership in ZooKeeper's dynamic
@@ -287,6 +288,47 @@ func (s *Server) currentConfig() (string, int64) {
 		return "", 0
 	}
 	return string(fsm.ConfigLines(data)), fsm.ConfigVersion(st)
+}
+
+// quorumConf is the quorum part of the four-letter word conf, which
+// follows /zookeeper/config: serverID is this server's number there (else
+// the number its id ends with), quorumPort its raft port and electionPort
+// its gRPC port, as in its server line. initLimit and syncLimit (ticks a
+// ZooKeeper follower may take to sync with and to keep up with its leader)
+// have no counterpart in raft and are -1; electionAlg is 3, the only
+// election ZooKeeper 3.8 has.
+func (s *Server) quorumConf() (serverID int64, q *zk.QuorumConf) {
+	text, version := s.currentConfig()
+	lines := parseConfigText(text)
+	raftAddr, voter := s.RaftAddr(), !s.cfg.Observer
+	if servers, err := s.rep.Configuration(); err == nil {
+		for _, srv := range servers {
+			if srv.ID == s.cfg.ID {
+				raftAddr, voter = srv.Addr, srv.Voter
+			}
+		}
+	}
+	_, quorumPort, _ := net.SplitHostPort(raftAddr)
+	_, electionPort, _ := net.SplitHostPort(s.GRPCAddr())
+	serverID = trailingNumber(s.cfg.ID)
+	for _, l := range lines {
+		if l.RaftAddr == raftAddr {
+			serverID, electionPort = l.N, l.GRPCPort
+		}
+	}
+	q = &zk.QuorumConf{InitLimit: -1, SyncLimit: -1, ElectionAlg: 3, ElectionPort: electionPort,
+		QuorumPort: quorumPort, Members: []zk.QuorumMember{}, ConfigVersion: version}
+	if !voter {
+		q.PeerType = 1
+	}
+	for _, l := range lines {
+		host, qp, _ := net.SplitHostPort(l.RaftAddr)
+		qport, _ := strconv.Atoi(qp)
+		eport, _ := strconv.Atoi(l.GRPCPort)
+		q.Members = append(q.Members, zk.QuorumMember{ID: l.N, Host: host, QuorumPort: qport, ElectionPort: eport,
+			Observer: l.Observer, ClientAddr: l.Client})
+	}
+	return serverID, q
 }
 
 // reconcileConfig (leader) proposes /zookeeper/config's text anew if raft's

@@ -12,9 +12,10 @@
 // The Layer is the replica's Observer, so an event is queued before any
 // reply that shows its change.
 //
-// The front ends (in package server) are codecs: they translate their wire
-// records to Request and ConnectRequest and back from Reply, Event and
-// ConnectReply (message.go), and nothing else.
+// The front ends (gRPC's in package server, ZooKeeper's in package
+// server/zkfront) are codecs: they translate their wire records to Request
+// and ConnectRequest and back from Reply, Event and ConnectReply
+// (message.go), and nothing else.
 //
 // The layer depends on its replica only through the Replica interface
 // (replica.go), which says what it relies on; a server's raft member

@@ -13,8 +13,8 @@ import (
 // reply per request, and events), and what creates or re-attaches a session
 // (ConnectRequest, ConnectReply). They are plain structs in the shared
 // vocabulary; each front end is a codec between them and its wire (the
-// server's grpc.go: protobuf, zk.go: jute), so neither wire's records pass
-// through the other.
+// server's grpc.go: protobuf, server/zkfront: jute), so neither wire's
+// records pass through the other.
 //
 // Data follows ZooKeeper's rule everywhere in them: nil is null data, which
 // ZooKeeper keeps apart from empty data; WireData reads a wire's pair of

@@ -5,8 +5,8 @@ import "coord/fsm"
 // OpKind is what a request asks for. What each kind is, how the session
 // layer runs it and which requests of each wire become it is said once, in
 // the table below (ops); Handle, writeCommand and read-only mode read it,
-// and so do the front ends (the server's zk.go and grpc.go), which take a
-// request's kind from its ZooKeeper and gRPC columns.
+// and so do the front ends (server/zkfront and the server's grpc.go),
+// which take a request's kind from its ZooKeeper and gRPC columns.
 type OpKind uint8
 
 const (
@@ -98,7 +98,7 @@ type OpInfo struct {
 	// every other one is listed once. The op codes listed for OpRefuse
 	// are answered Unimplemented (and the connection closed), as ZooKeeper
 	// answers a standalone check; so is sasl on a server with no SASL
-	// users (zk.go).
+	// users (server/zkfront).
 	ZooKeeper []string
 	// GRPC is the field of api.Request's op oneof that the gRPC front end
 	// turns into this kind ("": none).

@@ -1,4 +1,4 @@
-package server
+package zkfront
 
 import (
 	"io/fs"
@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -45,13 +44,13 @@ func buildVersion() string {
 
 // fourLetterWord answers one of ZooKeeper's four-letter words on a fresh
 // connection and closes it, as ZooKeeper does.
-func (s *Server) fourLetterWord(nc net.Conn, cmd string) {
-	if !s.fourLetterAllowed(cmd) {
+func (f *Frontend) fourLetterWord(nc net.Conn, cmd string) {
+	if !fourLetterAllowed(f.cfg.FourLetterWords, f.cfg.ReadOnlyMode, cmd) {
 		nc.Write([]byte(zk.NotWhitelisted(cmd)))
 		return
 	}
-	serving := s.Serving()
-	readOnly := !serving && s.ReadOnly()
+	serving := f.srv.Serving()
+	readOnly := !serving && f.srv.ReadOnly()
 	if !serving && !readOnly && zk.ServingOnly(cmd) {
 		nc.Write([]byte(zk.NotServing + "\n"))
 		return
@@ -68,41 +67,41 @@ func (s *Server) fourLetterWord(nc net.Conn, cmd string) {
 			out = "null"
 		}
 	case "srvr":
-		out = zk.FormatSrvr(s.serverStats())
+		out = zk.FormatSrvr(f.serverStats())
 	case "stat":
-		out = zk.FormatStat(s.serverStats(), s.connStats(nc))
+		out = zk.FormatStat(f.serverStats(), f.consList(nc))
 	case "cons":
-		out = zk.FormatCons(s.connStats(nc))
+		out = zk.FormatCons(f.consList(nc))
 	case "mntr":
-		out = zk.FormatMntr(s.monitorStats())
+		out = zk.FormatMntr(f.monitorStats())
 	case "conf":
-		out = zk.FormatConf(s.confInfo())
+		out = zk.FormatConf(f.confInfo())
 	case "envi":
-		out = zk.FormatEnvi(s.envInfo())
+		out = zk.FormatEnvi(envInfo())
 	case "wchs":
-		conns, paths, total := s.sess.Watches().Stats()
+		conns, paths, total := f.sess.Watches().Stats()
 		out = zk.FormatWchs(zk.WatchSummary{Connections: conns, Paths: paths, Total: total})
 	case "wchc":
 		var w []zk.SessionWatches
-		for id, paths := range s.sess.Watches().BySession() {
+		for id, paths := range f.sess.Watches().BySession() {
 			w = append(w, zk.SessionWatches{Session: id, Paths: paths})
 		}
 		slices.SortFunc(w, func(a, b zk.SessionWatches) int { return cmpInt64(a.Session, b.Session) })
 		out = zk.FormatWchc(w)
 	case "wchp":
 		var w []zk.PathWatches
-		for p, ids := range s.sess.Watches().ByPath() {
+		for p, ids := range f.sess.Watches().ByPath() {
 			w = append(w, zk.PathWatches{Path: p, Sessions: ids})
 		}
 		slices.SortFunc(w, func(a, b zk.PathWatches) int { return strings.Compare(a.Path, b.Path) })
 		out = zk.FormatWchp(w)
 	case "dump":
-		out = zk.FormatDump(s.dumpInfo())
+		out = zk.FormatDump(f.dumpInfo())
 	case "srst":
-		s.metrics.zk.reset()
+		f.stats.reset()
 		out = zk.StatsReset
 	case "crst":
-		for _, zc := range s.zkConnList() {
+		for _, zc := range f.connList() {
 			zc.stats.reset()
 		}
 		out = zk.ConnStatsReset
@@ -110,7 +109,7 @@ func (s *Server) fourLetterWord(nc net.Conn, cmd string) {
 		// One directory holds coord's snapshots and its log, as a
 		// ZooKeeper dataDir without a dataLogDir of its own: both sizes
 		// are its size.
-		size := dirSize(s.cfg.DataDir)
+		size := dirSize(f.cfg.DataDir)
 		out = zk.FormatDirs(size, size)
 	case "gtmk":
 		out = zk.FormatTraceMask(0)
@@ -139,15 +138,15 @@ func (s *Server) fourLetterWord(nc net.Conn, cmd string) {
 func DefaultFourLetterWords() []string { return []string{"srvr", "ruok"} }
 
 // fourLetterAllowed is ZooKeeper 3.8's FourLetterCommands.isEnabled: the
-// words Config.FourLetterWords lists ("*": every word), and always srvr
-// and, with read-only mode on, isro (ZooKeeper adds both whatever its
-// whitelist says: zkServer.sh reads srvr, and a client connected to a
-// read-only server asks isro to find a read-write one).
-func (s *Server) fourLetterAllowed(cmd string) bool {
-	if cmd == "srvr" || cmd == "isro" && s.cfg.ReadOnlyMode {
+// words the whitelist lists ("*": every word), and always srvr and, with
+// read-only mode on, isro (ZooKeeper adds both whatever its whitelist says:
+// zkServer.sh reads srvr, and a client connected to a read-only server asks
+// isro to find a read-write one).
+func fourLetterAllowed(whitelist []string, readOnlyMode bool, cmd string) bool {
+	if cmd == "srvr" || cmd == "isro" && readOnlyMode {
 		return true
 	}
-	for _, w := range s.cfg.FourLetterWords {
+	for _, w := range whitelist {
 		if w = strings.TrimSpace(w); w == "*" || w == cmd {
 			return true
 		}
@@ -155,24 +154,11 @@ func (s *Server) fourLetterAllowed(cmd string) bool {
 	return false
 }
 
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// zkMode is the server state as ZooKeeper names it.
-func (s *Server) zkMode() string {
-	switch s.Role() {
+// mode is the server state as ZooKeeper names it.
+func (f *Frontend) mode() string {
+	switch f.srv.Role() {
 	case "leader":
-		s.mu.Lock()
-		n := len(s.members)
-		s.mu.Unlock()
-		if n <= 1 {
+		if f.srv.Members() <= 1 {
 			return "standalone"
 		}
 		return "leader"
@@ -182,60 +168,49 @@ func (s *Server) zkMode() string {
 	return "follower"
 }
 
-func (s *Server) zkConnList() []*zkConn {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]*zkConn, 0, len(s.zkByConn))
-	for _, zc := range s.zkByConn {
-		out = append(out, zc)
-	}
-	slices.SortFunc(out, func(a, b *zkConn) int { return cmpInt64(a.c.ID(), b.c.ID()) })
-	return out
-}
-
-func (s *Server) serverStats() *zk.ServerStats {
-	v := s.View()
-	zs := s.metrics.zk
+func (f *Frontend) serverStats() *zk.ServerStats {
+	v := f.srv.View()
+	zs := f.stats
 	lat := zs.latency()
 	var outstanding int64
-	for _, zc := range s.zkConnList() {
+	for _, zc := range f.connList() {
 		outstanding += int64(zc.c.Outstanding())
 	}
 	st := &zk.ServerStats{
 		Version: Version, LatencyMin: lat.minimum(), LatencyAvg: lat.average(), LatencyMax: lat.max,
-		Received: zs.received.Load(), Sent: zs.sent.Load(), Connections: int(s.zkConns.Load()), Outstanding: outstanding,
-		Zxid: int64(v.LastZxid()), Mode: s.zkMode(), NodeCount: v.NodeCount(),
+		Received: zs.received.Load(), Sent: zs.sent.Load(), Connections: int(f.conns.Load()), Outstanding: outstanding,
+		Zxid: int64(v.LastZxid()), Mode: f.mode(), NodeCount: v.NodeCount(),
 		ProposalLast: -1, ProposalMin: -1, ProposalMax: -1,
 	}
-	if s.ReadOnly() {
+	if f.srv.ReadOnly() {
 		st.ReadOnly, st.Mode = true, "read-only"
 	}
 	return st
 }
 
-// connStats lists the ZooKeeper port's sessions, then self, the connection
+// consList lists the ZooKeeper port's sessions, then self, the connection
 // that asked (as ZooKeeper lists it: a four-letter word's connection has
 // sent nothing yet and reads nothing more).
-func (s *Server) connStats(self net.Conn) []zk.ConnStats {
+func (f *Frontend) consList(self net.Conn) []zk.ConnStats {
 	var out []zk.ConnStats
-	for _, zc := range s.zkConnList() {
-		out = append(out, zc.stats.connStats(zc.nc.RemoteAddr(), zc.c.ID(), zc.c.Timeout(), zc.c.Outstanding(), s.started))
+	for _, zc := range f.connList() {
+		out = append(out, zc.stats.cons(zc.nc.RemoteAddr(), zc.c.ID(), zc.c.Timeout(), zc.c.Outstanding(), f.cfg.Started))
 	}
 	return append(out, zk.ConnStats{RemoteAddr: self.RemoteAddr().String(), Received: 1})
 }
 
-func (s *Server) monitorStats() *zk.MonitorStats {
-	st := s.serverStats()
-	v := s.View()
-	_, _, total := s.sess.Watches().Stats()
+func (f *Frontend) monitorStats() *zk.MonitorStats {
+	st := f.serverStats()
+	v := f.srv.View()
+	_, _, total := f.sess.Watches().Stats()
 	var eph int64
 	for _, info := range v.Sessions() {
 		eph += int64(info.Ephemerals)
 	}
 	return &zk.MonitorStats{
 		Version: Version, ServerState: st.Mode, AvgLatency: st.LatencyAvg, MaxLatency: st.LatencyMax, MinLatency: st.LatencyMin,
-		PacketsReceived: st.Received, PacketsSent: st.Sent, NumAliveConnections: s.zkConns.Load(), OutstandingRequests: st.Outstanding,
-		Uptime:     time.Since(s.started).Milliseconds(),
+		PacketsReceived: st.Received, PacketsSent: st.Sent, NumAliveConnections: f.conns.Load(), OutstandingRequests: st.Outstanding,
+		Uptime:     time.Since(f.cfg.Started).Milliseconds(),
 		ZnodeCount: int64(v.NodeCount()), WatchCount: int64(total), EphemeralsCount: eph,
 		GlobalSessions: int64(len(v.Sessions())), OpenFileDescriptorCount: -1, MaxFileDescriptorCount: -1,
 		LastClientResponseSize: -1, MaxClientResponseSize: -1, MinClientResponseSize: -1,
@@ -245,56 +220,24 @@ func (s *Server) monitorStats() *zk.MonitorStats {
 // confInfo is conf: coord's own settings under ZooKeeper's names. The
 // data and log directory are both coord's data directory (see dirs).
 // For a server of a cluster (not standalone) the quorum part follows
-// /zookeeper/config (zkconfig.go): serverId is this server's number there,
-// quorumPort its raft port and electionPort its gRPC port, as in its
-// server line. initLimit and syncLimit (ticks a ZooKeeper follower may
-// take to sync with and to keep up with its leader) have no counterpart in
-// raft and are -1; electionAlg is 3, the only election ZooKeeper 3.8 has.
-func (s *Server) confInfo() *zk.ConfInfo {
-	size := dirSize(s.cfg.DataDir)
+// /zookeeper/config (Server.Quorum), as does serverId, this server's
+// number there.
+func (f *Frontend) confInfo() *zk.ConfInfo {
+	size := dirSize(f.cfg.DataDir)
 	c := &zk.ConfInfo{
-		ClientPort: listenerPort(s.zkLis), SecureClientPort: -1, DataDir: s.cfg.DataDir, DataDirSize: size,
-		DataLogDir: s.cfg.DataDir, DataLogSize: size, TickTime: int(s.cfg.Tick.Milliseconds()),
-		MaxClientCnxns: s.cfg.MaxClientConns, MinSessionTimeout: int(s.cfg.MinSessionTimeout.Milliseconds()),
-		MaxSessionTimeout: int(s.cfg.MaxSessionTimeout.Milliseconds()), ClientPortListenBacklog: -1,
+		ClientPort: listenerPort(f.lis), SecureClientPort: -1, DataDir: f.cfg.DataDir, DataDirSize: size,
+		DataLogDir: f.cfg.DataDir, DataLogSize: size, TickTime: int(f.cfg.Tick.Milliseconds()),
+		MaxClientCnxns: f.cfg.MaxClientConns, MinSessionTimeout: int(f.cfg.MinSessionTimeout.Milliseconds()),
+		MaxSessionTimeout: int(f.cfg.MaxSessionTimeout.Milliseconds()), ClientPortListenBacklog: -1,
 	}
-	if s.secureZKLis != nil {
-		c.SecureClientPort = listenerPort(s.secureZKLis)
+	if f.secureLis != nil {
+		c.SecureClientPort = listenerPort(f.secureLis)
 	}
-	text, version := s.currentConfig()
-	lines := parseConfigText(text)
-	raftAddr, voter := s.RaftAddr(), !s.cfg.Observer
-	if servers, err := s.rep.Configuration(); err == nil {
-		for _, srv := range servers {
-			if srv.ID == s.cfg.ID {
-				raftAddr, voter = srv.Addr, srv.Voter
-			}
-		}
+	var q *zk.QuorumConf
+	c.ServerID, q = f.srv.Quorum()
+	if f.mode() != "standalone" {
+		c.Quorum = q
 	}
-	_, quorumPort, _ := net.SplitHostPort(raftAddr)
-	_, electionPort, _ := net.SplitHostPort(s.GRPCAddr())
-	c.ServerID = trailingNumber(s.cfg.ID)
-	for _, l := range lines {
-		if l.RaftAddr == raftAddr {
-			c.ServerID, electionPort = l.N, l.GRPCPort
-		}
-	}
-	if s.zkMode() == "standalone" {
-		return c
-	}
-	q := &zk.QuorumConf{InitLimit: -1, SyncLimit: -1, ElectionAlg: 3, ElectionPort: electionPort,
-		QuorumPort: quorumPort, Members: []zk.QuorumMember{}, ConfigVersion: version}
-	if !voter {
-		q.PeerType = 1
-	}
-	for _, l := range lines {
-		host, qp, _ := net.SplitHostPort(l.RaftAddr)
-		qport, _ := strconv.Atoi(qp)
-		eport, _ := strconv.Atoi(l.GRPCPort)
-		q.Members = append(q.Members, zk.QuorumMember{ID: l.N, Host: host, QuorumPort: qport, ElectionPort: eport,
-			Observer: l.Observer, ClientAddr: l.Client})
-	}
-	c.Quorum = q
 	return c
 }
 
@@ -309,7 +252,7 @@ func listenerPort(lis net.Listener) int {
 	return 0
 }
 
-func (s *Server) envInfo() []zk.EnvEntry {
+func envInfo() []zk.EnvEntry {
 	host, _ := os.Hostname()
 	wd, _ := os.Getwd()
 	return []zk.EnvEntry{
@@ -322,9 +265,9 @@ func (s *Server) envInfo() []zk.EnvEntry {
 	}
 }
 
-func (s *Server) dumpInfo() *zk.DumpInfo {
-	v := s.View()
-	d := &zk.DumpInfo{Learner: s.Role() != "leader"}
+func (f *Frontend) dumpInfo() *zk.DumpInfo {
+	v := f.srv.View()
+	d := &zk.DumpInfo{Learner: f.srv.Role() != "leader"}
 	for _, info := range v.Sessions() {
 		d.LearnerSessions = append(d.LearnerSessions, zk.SessionTimeout{Session: info.ID, Timeout: info.Timeout})
 		if paths := v.GetEphemerals(info.ID, "/"); len(paths) > 0 {

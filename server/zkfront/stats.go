@@ -1,4 +1,4 @@
-package server
+package zkfront
 
 import (
 	"math"
@@ -50,23 +50,23 @@ func (l *latency) average() float64 {
 	return math.Round(float64(l.total)/float64(l.count)*10000) / 10000
 }
 
-// zkServerStats are the server-wide numbers (ZooKeeper's ServerStats).
-type zkServerStats struct {
+// serverStats are the server-wide numbers (ZooKeeper's ServerStats).
+type serverStats struct {
 	received, sent atomic.Int64
 	mu             sync.Mutex
 	lat            latency
 }
 
-func newZKServerStats() *zkServerStats { return &zkServerStats{lat: newLatency()} }
+func newServerStats() *serverStats { return &serverStats{lat: newLatency()} }
 
-func (st *zkServerStats) latency() latency {
+func (st *serverStats) latency() latency {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.lat
 }
 
 // reset is srst.
-func (st *zkServerStats) reset() {
+func (st *serverStats) reset() {
 	st.received.Store(0)
 	st.sent.Store(0)
 	st.mu.Lock()
@@ -74,9 +74,9 @@ func (st *zkServerStats) reset() {
 	st.mu.Unlock()
 }
 
-// zkConnStats are one connection's numbers (ZooKeeper's ServerCnxn stats).
-type zkConnStats struct {
-	server         *zkServerStats
+// connStats are one connection's numbers (ZooKeeper's ServerCnxn stats).
+type connStats struct {
+	server         *serverStats
 	established    time.Time
 	received, sent atomic.Int64
 
@@ -89,14 +89,14 @@ type zkConnStats struct {
 	lat      latency
 }
 
-func newZKConnStats(server *zkServerStats, established time.Time) *zkConnStats {
-	c := &zkConnStats{server: server, established: established}
+func newConnStats(server *serverStats, established time.Time) *connStats {
+	c := &connStats{server: server, established: established}
 	c.reset()
 	return c
 }
 
 // reset is crst for this connection.
-func (c *zkConnStats) reset() {
+func (c *connStats) reset() {
 	c.received.Store(0)
 	c.sent.Store(0)
 	c.mu.Lock()
@@ -106,13 +106,13 @@ func (c *zkConnStats) reset() {
 
 // packetReceived and packetSent count a frame on this connection and the
 // server.
-func (c *zkConnStats) packetReceived() { c.received.Add(1); c.server.received.Add(1) }
-func (c *zkConnStats) packetSent()     { c.sent.Add(1); c.server.sent.Add(1) }
+func (c *connStats) packetReceived() { c.received.Add(1); c.server.received.Add(1) }
+func (c *connStats) packetSent()     { c.sent.Add(1); c.server.sent.Add(1) }
 
 // replied records the reply to a request that arrived at start
 // (ServerCnxn.updateStatsForResponse): a special xid (a ping's, an auth's)
 // leaves lcxid as it was.
-func (c *zkConnStats) replied(op zk.OpCode, xid, zxid int64, start time.Time) {
+func (c *connStats) replied(op zk.OpCode, xid, zxid int64, start time.Time) {
 	now := time.Now()
 	ms := now.Sub(start).Milliseconds()
 	c.mu.Lock()
@@ -127,11 +127,11 @@ func (c *zkConnStats) replied(op zk.OpCode, xid, zxid int64, start time.Time) {
 	c.server.mu.Unlock()
 }
 
-// connStats is what cons prints of the connection (stat: the brief part).
+// cons is what cons prints of the connection (stat: the brief part).
 // lresp is, as in ZooKeeper, on a monotonic clock whose origin means
 // nothing (coord: milliseconds since the server started): it is to be
 // compared with other lresp values of the same server only.
-func (c *zkConnStats) connStats(addr net.Addr, sessionID int64, timeout time.Duration, queued int, started time.Time) zk.ConnStats {
+func (c *connStats) cons(addr net.Addr, sessionID int64, timeout time.Duration, queued int, started time.Time) zk.ConnStats {
 	cs := zk.ConnStats{RemoteAddr: addr.String(), InterestOps: 1, Queued: int64(queued),
 		Received: c.received.Load(), Sent: c.sent.Load(), SessionID: sessionID,
 		Established: c.established.UnixMilli(), Timeout: int32(timeout.Milliseconds())}

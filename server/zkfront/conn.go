@@ -1,0 +1,188 @@
+package zkfront
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"coord/server/sessions"
+	"coord/vocab"
+	"coord/zk"
+)
+
+// A connection: the handshake (a four-letter word or a connect request),
+// then a reader that turns jute requests into the session layer's requests
+// (translate.go) handed to Conn.Handle, and a writer that turns the
+// session's ordered replies and events into jute (reply.go), with nothing
+// in between.
+
+// conn is one ZooKeeper protocol connection with a session.
+type conn struct {
+	f   *Frontend
+	nc  net.Conn
+	c   *sessions.Conn
+	max int
+
+	stats *connStats // what cons and stat report (stats.go)
+}
+
+// serveConn serves one accepted connection from ip until it ends.
+func (f *Frontend) serveConn(nc net.Conn, ip string) {
+	defer nc.Close()
+	stats := newConnStats(f.stats, time.Now())
+	br := bufio.NewReaderSize(nc, 64<<10)
+	// The connect request (or a four-letter word) must come within the
+	// handshake timeout (ZooKeeper: sessionlessCnxnTimeout, 10 s).
+	nc.SetReadDeadline(time.Now().Add(f.cfg.HandshakeTimeout))
+	prefix, err := br.Peek(4)
+	if err != nil {
+		f.handshakeFailed(err)
+		return
+	}
+	if cmd, ok := zk.IsFourLetterWord(prefix); ok {
+		f.stats.received.Add(1)
+		f.fourLetterWord(nc, cmd)
+		f.stats.sent.Add(1)
+		return
+	}
+	frame, err := zk.ReadFrame(br, f.cfg.MaxFrameBytes)
+	if err != nil {
+		f.handshakeFailed(err)
+		return
+	}
+	stats.packetReceived()
+	arrived := time.Now()
+	var creq zk.ConnectRequest
+	if err := zk.Unmarshal(frame, &creq); err != nil {
+		f.log.Info("bad ZooKeeper connect request", "remote", nc.RemoteAddr(), "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*f.srv.LeaderWait())
+	cr := &sessions.ConnectRequest{SessionID: creq.SessionID, Password: creq.Passwd,
+		TimeoutMs: creq.TimeOut, LastZxid: creq.LastZxidSeen, ReadOnly: creq.ReadOnly}
+	if id, ok := f.srv.X509Identity(connTLSState(nc)); ok {
+		cr.Auth = append(cr.Auth, id)
+	}
+	c, resp, err := f.sess.Connect(ctx, cr, ip)
+	cancel()
+	if err != nil {
+		if errors.Is(err, sessions.ErrSessionExpired) || errors.Is(err, sessions.ErrWrongPassword) {
+			// ZooKeeper answers an expired session or a wrong password
+			// with a zero session, which clients report as expired.
+			refusal := creq.Refusal()
+			if _, err := nc.Write(zk.AppendConnectResponse(nil, &refusal)); err == nil {
+				stats.packetSent()
+			}
+		}
+		f.log.Info("ZooKeeper connect refused", "remote", nc.RemoteAddr(), "err", err)
+		return
+	}
+	cresp := creq.Response(resp.TimeoutMs, resp.SessionID, resp.Password, resp.ReadOnly)
+	if _, err := nc.Write(zk.AppendConnectResponse(nil, &cresp)); err != nil {
+		c.Shut(err)
+		return
+	}
+	stats.packetSent()
+	if creq.SessionID == 0 {
+		// A new session's connect is its createSession request (cxid 0),
+		// as ZooKeeper counts it; a re-attach is no request.
+		stats.replied(zk.OpCreateSession, 0, resp.Zxid, arrived)
+	}
+	zc := &conn{f: f, nc: nc, c: c, max: f.cfg.MaxFrameBytes, stats: stats}
+	f.mu.Lock()
+	f.byConn[c] = zc
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		delete(f.byConn, c)
+		f.mu.Unlock()
+	}()
+	go zc.readLoop(br, time.Duration(resp.TimeoutMs)*time.Millisecond)
+	zc.writeLoop()
+}
+
+// readLoop reads requests until the client goes away or sends something
+// that ends the connection. A client silent for longer than its session
+// timeout is disconnected (its session then expires unless it re-attaches).
+func (zc *conn) readLoop(br *bufio.Reader, timeout time.Duration) {
+	defer zc.c.Shut(nil)
+	for {
+		zc.nc.SetReadDeadline(time.Now().Add(timeout))
+		frame, err := zk.ReadFrame(br, zc.max)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				zc.f.log.Debug("ZooKeeper connection read", "session", fmt.Sprintf("0x%x", zc.c.ID()), "err", err)
+			}
+			return
+		}
+		arrived := time.Now()
+		zc.stats.packetReceived()
+		zc.f.sess.Touch(zc.c.ID())
+		h, body, err := zk.DecodeRequest(frame)
+		if err != nil && h == (zk.RequestHeader{}) {
+			return // not even a header: the stream is beyond saving
+		}
+		req, t := translate(h, body, err, arrived, zc.f.cfg.SASL)
+		zc.c.Handle(req)
+		if t.close {
+			return
+		}
+	}
+}
+
+// writeLoop sends the session's outbound messages as jute frames until the
+// session's connection is shut.
+func (zc *conn) writeLoop() {
+	bw := bufio.NewWriterSize(zc.nc, 64<<10)
+	var buf []byte
+	for {
+		msgs, ok := zc.c.Next()
+		if !ok {
+			bw.Flush()
+			return
+		}
+		for _, m := range msgs {
+			buf = buf[:0]
+			closeAfter := false
+			switch m := m.(type) {
+			case *sessions.Event:
+				buf = zk.AppendEvent(buf, -1, &zk.WatcherEvent{Type: zk.EventType(m.Type), State: m.State, Path: m.Path})
+			case *sessions.Reply:
+				if m.Err == vocab.ConnectionLoss || m.Err == vocab.SessionMoved {
+					// ZooKeeper never sends ConnectionLoss, and answers a
+					// request on a connection its session left
+					// (SessionMoved) by closing it: the client reports the
+					// loss itself.
+					bw.Flush()
+					zc.c.Shut(nil)
+					return
+				}
+				t, _ := m.Tag.(replyTag)
+				buf = encodeReply(buf, t, m)
+				zc.stats.replied(t.op, m.Xid, m.Zxid, t.start)
+				closeAfter = t.close || ((t.op == zk.OpAuth || t.op == zk.OpSASL) && m.Err == vocab.AuthFailed)
+			default:
+				continue
+			}
+			if _, err := bw.Write(buf); err != nil {
+				zc.c.Shut(err)
+				return
+			}
+			zc.stats.packetSent()
+			if closeAfter {
+				bw.Flush()
+				zc.c.Shut(nil)
+				return
+			}
+		}
+		if err := bw.Flush(); err != nil {
+			zc.c.Shut(err)
+			return
+		}
+		zc.c.Written()
+	}
+}
