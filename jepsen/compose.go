@@ -11,8 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -40,11 +40,14 @@ var ComposeNemesisNames = []string{"kill", "kill-leader", "pause", "pause-leader
 
 // composeCluster is the compose project: its servers are services coord1..4.
 type composeCluster struct {
-	opts     ComposeOptions
-	compose  []string // docker-compose or docker compose, with -f and -p
-	env      []string
-	services []string
-	log      *slog.Logger
+	opts       ComposeOptions
+	cfg        Config
+	compose    []string // docker-compose or docker compose, with -f and -p
+	env        []string
+	services   []string
+	log        *slog.Logger
+	buildImage bool // the run builds opts.Image (and removes it at close)
+	started    bool // start began: close takes the project down
 }
 
 func (c *composeCluster) run(ctx context.Context, name string, args ...string) (string, error) {
@@ -174,258 +177,177 @@ func (c *composeCluster) inject(ctx context.Context, name string, r *rand.Rand) 
 // restart notices here.
 func RunCompose(ctx context.Context, cfg Config, opts ComposeOptions) (*Report, error) {
 	cfg.Voters, cfg.Observers, cfg.Bin, cfg.Tags, cfg.Env = 3, 1, "", nil, nil
-	cfg.defaults()
-	log := cfg.Log
-	if opts.Root == "" {
-		opts.Root = "."
-	}
-	if opts.Project == "" {
-		opts.Project = fmt.Sprintf("jepsen%d", os.Getpid())
-	}
-	if opts.Subnet == "" {
-		opts.Subnet = fmt.Sprintf("10.214.%d", os.Getpid()%250+1)
-	}
-	if opts.PortPrefix == "" {
-		opts.PortPrefix = "6"
-	}
+	return runOn(ctx, cfg, &composeCluster{opts: opts})
+}
+
+func (c *composeCluster) configure(cfg Config) error {
+	c.cfg, c.log = cfg, cfg.Log
+	c.defaults()
 	for _, n := range cfg.Nemeses {
-		known := false
-		for _, k := range ComposeNemesisNames {
-			known = known || n == k
+		if !slices.Contains(ComposeNemesisNames, n) {
+			return fmt.Errorf("jepsen: unknown compose nemesis %q (known: %v)", n, ComposeNemesisNames)
 		}
-		if !known {
-			return nil, fmt.Errorf("jepsen: unknown compose nemesis %q (known: %v)", n, ComposeNemesisNames)
-		}
-	}
-	allWorkloads := Workloads(cfg.Workers)
-	var workloads []Workload
-	for _, name := range cfg.Workloads {
-		w, ok := allWorkloads[name]
-		if !ok {
-			return nil, fmt.Errorf("jepsen: unknown workload %q", name)
-		}
-		workloads = append(workloads, w)
 	}
 	composeCmd := []string{"docker-compose"}
 	if _, err := exec.LookPath("docker-compose"); err != nil {
 		composeCmd = []string{"docker", "compose"}
 	}
-	root, err := filepath.Abs(opts.Root)
+	root, err := filepath.Abs(c.opts.Root)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	opts.Root = root
-	buildImage := opts.Image == ""
-	if buildImage {
-		opts.Image = "coord:" + opts.Project
+	c.opts.Root = root
+	c.buildImage = c.opts.Image == ""
+	if c.buildImage {
+		c.opts.Image = "coord:" + c.opts.Project
 	}
-	c := &composeCluster{opts: opts, log: log, services: []string{"coord1", "coord2", "coord3", "coord4"},
-		compose: append(composeCmd, "-f", filepath.Join(root, "docker-compose.yml"), "-p", opts.Project)}
-	c.env = append(os.Environ(), "COORD_IMAGE="+opts.Image, "COORD_SUBNET="+opts.Subnet,
-		"COORD_PORT_PREFIX="+opts.PortPrefix, "BIN_DIR=build/"+opts.Project, "COMPOSE="+strings.Join(c.compose, " "))
+	c.services = []string{"coord1", "coord2", "coord3", "coord4"}
+	c.compose = append(composeCmd, "-f", filepath.Join(root, "docker-compose.yml"), "-p", c.opts.Project)
+	c.env = append(os.Environ(), "COORD_IMAGE="+c.opts.Image, "COORD_SUBNET="+c.opts.Subnet,
+		"COORD_PORT_PREFIX="+c.opts.PortPrefix, "BIN_DIR=build/"+c.opts.Project, "COMPOSE="+strings.Join(c.compose, " "))
+	return nil
+}
 
-	started := time.Now()
-	dir := filepath.Join(cfg.Dir, fmt.Sprintf("%s-compose-seed%d", started.Format("20060102-150405"), cfg.Seed))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+// defaults fills in the options left empty.
+func (c *composeCluster) defaults() {
+	if c.opts.Root == "" {
+		c.opts.Root = "."
 	}
-	rep := &Report{Config: cfg, Dir: dir, Started: started}
+	if c.opts.Project == "" {
+		c.opts.Project = fmt.Sprintf("jepsen%d", os.Getpid())
+	}
+	if c.opts.Subnet == "" {
+		c.opts.Subnet = fmt.Sprintf("10.214.%d", os.Getpid()%250+1)
+	}
+	if c.opts.PortPrefix == "" {
+		c.opts.PortPrefix = "6"
+	}
+}
+
+func (c *composeCluster) options() runOptions {
+	return runOptions{dirTag: "-compose", faultTimeout: 30 * time.Second, recoveryNote: true}
+}
+
+// start builds the image (unless given) and brings the project up.
+func (c *composeCluster) start(ctx context.Context, rep *Report) ([]fault, error) {
 	rep.Notes = append(rep.Notes, fmt.Sprintf("compose project %s (image %s, subnet %s.0/24, host ports %s1180..%s4182)",
-		opts.Project, opts.Image, opts.Subnet, opts.PortPrefix, opts.PortPrefix))
-
-	// Cleanup, whatever happens: the project with its volumes, the image
-	// this run built and its binaries.
-	bg := context.Background()
-	defer func() {
-		if opts.Keep {
-			log.Info("leaving the compose project up", "project", opts.Project)
-			return
-		}
-		cctx, cancel := context.WithTimeout(bg, 3*time.Minute)
-		defer cancel()
-		if _, err := c.composeRun(cctx, "down", "-v", "--remove-orphans"); err != nil {
-			log.Error("compose down", "err", err)
-		}
-		if buildImage {
-			c.run(cctx, "docker", "rmi", opts.Image)
-		}
-		os.RemoveAll(filepath.Join(root, "build", opts.Project))
-	}()
-	if buildImage {
-		bctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-		_, err := c.run(bctx, "deploy/build-image.sh", opts.Image, "jepsen")
-		cancel()
-		if err != nil {
-			return nil, err
-		}
+		c.opts.Project, c.opts.Image, c.opts.Subnet, c.opts.PortPrefix, c.opts.PortPrefix))
+	c.started = true // from here on, close takes the project down
+	if err := c.prepare(ctx); err != nil {
+		return nil, err
 	}
 	uctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	_, err = c.composeRun(uctx, "up", "-d")
-	if err == nil {
-		err = c.waitHealthy(uctx)
-	}
-	cancel()
-	if err != nil {
+	defer cancel()
+	if _, err := c.composeRun(uctx, "up", "-d"); err != nil {
 		return nil, err
 	}
-	var addrs, grpcAddrs []string
-	for i := range c.services {
-		addrs, grpcAddrs = append(addrs, c.port(i, "181")), append(grpcAddrs, c.port(i, "182"))
+	if err := c.waitHealthy(uctx); err != nil {
+		return nil, err
 	}
-	log.Info("compose cluster up", "project", opts.Project, "addrs", addrs, "dir", dir)
-
-	hist := NewHistory()
-	env := &Env{Addrs: addrs, GRPCAddrs: grpcAddrs, History: hist, Log: log, Seed: cfg.Seed, Dir: dir,
-		OpTimeout: cfg.OpTimeout, SessionTimeout: cfg.SessionTimeout}
-	setupCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	for _, w := range workloads {
-		if err := w.Setup(setupCtx, env); err != nil {
-			cancel()
-			return nil, fmt.Errorf("jepsen: %s setup: %w", w.Name(), err)
-		}
+	zk, _ := c.addrs()
+	c.log.Info("compose cluster up", "project", c.opts.Project, "addrs", zk, "dir", rep.Dir)
+	faults := make([]fault, len(c.cfg.Nemeses))
+	for i, name := range c.cfg.Nemeses {
+		faults[i] = &composeNemesis{c: c, name: name}
 	}
-	cancel()
-
-	runCtx, stopRun := context.WithTimeout(ctx, cfg.Duration)
-	defer stopRun()
-	var wg sync.WaitGroup
-	for _, w := range workloads {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.Run(runCtx, env)
-		}()
-	}
-	var healErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		healErr = c.schedule(runCtx, hist, cfg)
-	}()
-	roleCtx, stopRoles := context.WithCancel(ctx)
-	roleDone := make(chan struct{})
-	go func() {
-		defer close(roleDone)
-		last := "?"
-		for roleCtx.Err() == nil {
-			l := ""
-			lctx, cancel := context.WithTimeout(roleCtx, time.Second)
-			if i := c.leader(lctx); i >= 0 {
-				l = c.services[i]
-			}
-			cancel()
-			if l != last && roleCtx.Err() == nil {
-				hist.AddRole(RoleChange{At: hist.Now(), Leader: l})
-				last = l
-			}
-			select {
-			case <-roleCtx.Done():
-			case <-time.After(250 * time.Millisecond):
-			}
-		}
-	}()
-	wg.Wait()
-	if healErr != nil {
-		rep.Notes = append(rep.Notes, "heal: "+healErr.Error())
-	}
-
-	recoverCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	t0 := time.Now()
-	err = c.waitHealthy(recoverCtx)
-	cancel()
-	if err != nil {
-		rep.Notes = append(rep.Notes, "cluster did not recover: "+err.Error())
-	} else {
-		log.Info("cluster recovered", "after", time.Since(t0).Round(time.Millisecond))
-	}
-	checkCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	for _, w := range workloads {
-		v := w.Check(checkCtx, env)
-		log.Info("checked", "checker", v.Checker, "result", v.Result, "summary", v.Summary)
-		rep.Verdicts = append(rep.Verdicts, v)
-	}
-	cancel()
-	stopRoles()
-	<-roleDone
-	rep.Faults, rep.Roles = hist.Faults(), hist.Roles()
-	rep.Elapsed = time.Since(started).Round(time.Millisecond).String()
-	return rep, c.writeReport(rep, hist)
+	return faults, nil
 }
 
-// schedule is Run's schedule with the compose nemeses: a quiet interval, a
-// seeded fault, a hold, the heal; a fault is always healed.
-func (c *composeCluster) schedule(ctx context.Context, hist *History, cfg Config) error {
-	if len(cfg.Nemeses) == 0 {
-		<-ctx.Done()
-		return nil
-	}
-	r := rand.New(rand.NewSource(cfg.Seed))
-	sleep := func(base time.Duration) bool {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(base + time.Duration(r.Int63n(int64(base)))):
-			return true
-		}
-	}
-	var errs []error
-	for sleep(cfg.Interval) {
-		name := cfg.Nemeses[r.Intn(len(cfg.Nemeses))]
-		f := Fault{Nemesis: name, Start: hist.Now()}
-		fctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		fault, err := c.inject(fctx, name, r)
-		f.Desc = fault.desc
-		if err != nil {
-			f.Err = err.Error()
-			c.log.Warn("inject", "nemesis", name, "desc", fault.desc, "err", err)
-		} else {
-			c.log.Info("fault", "nemesis", name, "desc", fault.desc)
-			sleep(cfg.Hold)
-		}
-		if fault.heal != nil {
-			if err := fault.heal(fctx); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", name, err))
-				f.Err += " heal: " + err.Error()
-			}
-		}
+// prepare builds the image (unless opts.Image is given) and makes the
+// secrets docker-compose.yml mounts (deploy/keygen.sh, as deploy/up.sh
+// does: deploy/secrets/, made once and kept).
+func (c *composeCluster) prepare(ctx context.Context) error {
+	if c.buildImage {
+		bctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		_, err := c.run(bctx, "deploy/build-image.sh", c.opts.Image, "jepsen")
 		cancel()
-		f.End = hist.Now()
-		hist.AddFault(f)
-		c.log.Info("healed", "nemesis", name)
+		if err != nil {
+			return err
+		}
 	}
-	return errors.Join(errs...)
+	kctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	_, err := c.run(kctx, "deploy/keygen.sh")
+	return err
 }
 
-// writeReport writes what Run's report holds, with each container's log
-// (docker-compose logs) in place of the processes' logs.
-func (c *composeCluster) writeReport(rep *Report, hist *History) error {
-	if err := writeJSON(filepath.Join(rep.Dir, "params.json"), rep.Config); err != nil {
-		return err
+func (c *composeCluster) addrs() (zk, grpc []string) {
+	for i := range c.services {
+		zk, grpc = append(zk, c.port(i, "181")), append(grpc, c.port(i, "182"))
 	}
-	if err := writeJSON(filepath.Join(rep.Dir, "verdicts.json"), rep); err != nil {
-		return err
-	}
-	ops := sortedOps(hist)
-	f, err := os.Create(filepath.Join(rep.Dir, "history.jsonl"))
-	if err != nil {
-		return err
-	}
-	enc := json.NewEncoder(f)
-	for _, op := range ops {
-		enc.Encode(op)
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
+	return zk, grpc
+}
+
+// restarts is nil: the containers' restarts are not told to the workloads.
+func (c *composeCluster) restarts() *Cluster { return nil }
+
+func (c *composeCluster) Leader(ctx context.Context) int { return c.leader(ctx) }
+func (c *composeCluster) ID(i int) string                { return c.services[i] }
+
+// restartStopped has nothing to do: every fault's heal restarts what it
+// stopped.
+func (c *composeCluster) restartStopped() []error { return nil }
+
+// halt leaves the project up, for its logs: close takes it down.
+func (c *composeCluster) halt() error { return nil }
+
+// logs writes each container's log (docker-compose logs) into dir.
+func (c *composeCluster) logs(dir string) []string {
 	var logs []string
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, s := range c.services {
 		out, _ := c.composeRun(ctx, "logs", "--no-color", s)
 		name := s + ".log"
-		if err := os.WriteFile(filepath.Join(rep.Dir, name), []byte(out), 0o644); err == nil {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(out), 0o644); err == nil {
 			logs = append(logs, name)
 		}
 	}
-	return os.WriteFile(filepath.Join(rep.Dir, "report.html"), []byte(reportHTML(rep, ops, logs)), 0o644)
+	return logs
+}
+
+// close takes the project down with its volumes and removes the image this
+// run built and its binaries, unless opts.Keep.
+func (c *composeCluster) close() {
+	if !c.started {
+		return
+	}
+	if c.opts.Keep {
+		c.log.Info("leaving the compose project up", "project", c.opts.Project)
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := c.composeRun(cctx, "down", "-v", "--remove-orphans"); err != nil {
+		c.log.Error("compose down", "err", err)
+	}
+	if c.buildImage {
+		c.run(cctx, "docker", "rmi", c.opts.Image)
+	}
+	os.RemoveAll(filepath.Join(c.opts.Root, "build", c.opts.Project))
+}
+
+// composeNemesis is one of ComposeNemesisNames on the project: Inject
+// keeps the heal of the fault it made for Heal.
+type composeNemesis struct {
+	c    *composeCluster
+	name string
+	heal func(context.Context) error
+}
+
+func (n *composeNemesis) Name() string { return n.name }
+
+func (n *composeNemesis) Inject(ctx context.Context, r *rand.Rand) (string, error) {
+	f, err := n.c.inject(ctx, n.name, r)
+	n.heal = f.heal
+	return f.desc, err
+}
+
+func (n *composeNemesis) Heal(ctx context.Context) error {
+	heal := n.heal
+	n.heal = nil
+	if heal == nil {
+		return nil
+	}
+	return heal(ctx)
 }

@@ -15,8 +15,10 @@ import (
 // writeReport writes the run's directory: params.json (the configuration
 // and seed), verdicts.json, history.jsonl (every operation, in invocation
 // order), report.html (the verdicts and a timeline) next to the servers'
-// logs (s1.log, ...) and whatever the checkers wrote.
-func writeReport(rep *Report, hist *History, cl *Cluster) error {
+// logs (s1.log, ..., or coord1.log, ... for the compose cluster's
+// containers: logs lists them, once the history is written) and whatever
+// the checkers wrote.
+func writeReport(rep *Report, hist *History, logs func(dir string) []string) error {
 	if err := writeJSON(filepath.Join(rep.Dir, "params.json"), rep.Config); err != nil {
 		return err
 	}
@@ -40,11 +42,7 @@ func writeReport(rep *Report, hist *History, cl *Cluster) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	var logs []string
-	for i := 0; i < cl.Size(); i++ {
-		logs = append(logs, filepath.Base(cl.LogPath(i)))
-	}
-	return os.WriteFile(filepath.Join(rep.Dir, "report.html"), []byte(reportHTML(rep, ops, logs)), 0o644)
+	return os.WriteFile(filepath.Join(rep.Dir, "report.html"), []byte(reportHTML(rep, ops, logs(rep.Dir))), 0o644)
 }
 
 func reportHTML(rep *Report, ops []Op, logs []string) string {
