@@ -50,7 +50,8 @@ const drawing = `cmd/coord  cmd/coordctl        jepsen/     (cmd/coordctl also r
       server/  client/        recipes/   (recipes: only its own small Conn interface)
       |       \   |             |
 server/zkfront \  |             |    (the ZooKeeper front end: its port, connections, jute onto the session layer, four-letter words)
-      |  \      \ |             |
+server/reconfig \ |             |    (one row with server/zkfront, neither under the other: ZooKeeper's reconfig and /zookeeper/config)
+      |  \       \|             |
       |   \      api/ ----------+    (protobuf + generated gRPC; its one mapping to vocab/ types)
       |    \---- zk/ -----------+    (ZooKeeper wire protocol; no state)
    server/sessions              |    (the session layer: connections, request path, watch delivery, expiry)
@@ -72,11 +73,14 @@ server/zkfront \  |             |    (the ZooKeeper front end: its port, connect
 //     says, internal/netlab and internal/zkproc);
 //   - recipes/coordconn's "/" reaches client/ and its "\" recipes/;
 //     recipes/zkconn's "/" reaches recipes/ only;
-//   - server/'s "\" reaches the api/ zk/ column and its "|"
-//     server/zkfront (and through it server/sessions);
-//   - server/zkfront's "|" reaches server/sessions and its "\" zk/ only
-//     (not api/): the front end is a codec between jute and the session
-//     layer, and never imports server/;
+//   - server/'s "\" reaches the api/ zk/ column and its "|" the row of
+//     server/zkfront and server/reconfig (two labels stacked as one row:
+//     neither reaches the other), and through them server/sessions;
+//   - that row's "|" reaches server/sessions and its "\" zk/ only (not
+//     api/, except through the session layer and the replica): the front
+//     end is a codec between jute and the session layer, reconfig turns
+//     ZooKeeper's reconfig into membership changes and keeps
+//     /zookeeper/config; neither imports server/;
 //   - server/sessions' "|" reaches server/replica and its long "\" watch/ (no
 //     other line enters watch/, the server-local registry);
 //   - server/replica's "|" reaches session/ (and through it fsm/), its first
@@ -99,8 +103,9 @@ var drawn = map[string][]string{
 	"jepsen":             {"recipes/coordconn", "recipes/zkconn", "internal/netlab", "internal/zkproc"},
 	"recipes/coordconn":  {"client", "recipes"},
 	"recipes/zkconn":     {"recipes"},
-	"server":             {"api", "zk", "server/zkfront"},
+	"server":             {"api", "zk", "server/zkfront", "server/reconfig"},
 	"server/zkfront":     {"server/sessions", "zk"},
+	"server/reconfig":    {"server/sessions", "zk"},
 	"server/sessions":    {"server/replica", "watch"},
 	"server/replica":     {"api", "session", "internal/logbridge"},
 	"internal/logbridge": {},
@@ -133,20 +138,27 @@ var offDiagram = map[string]row{
 	"cmd/watchmem":   {imports: []string{"vocab", "internal/zkproc", "internal/fourletter", "internal/freeport"}},
 	"deploy":         {testOnly: true}, // the docker-compose tests (Dockerfile, docker-compose.yml); no coord package
 	// the attack suite: real coord processes tried as a stranger on every port (docs/security.md)
-	"internal/attack": {testOnly: true, tests: []string{"server", "server/replica", "api", "client", "vocab"}},
+	"internal/attack": {testOnly: true, tests: []string{"server", "server/replica", "api", "client", "vocab", "internal/testpki"}},
 	// the pages' command blocks run as scripts against coord processes (README.md, docs/)
 	"internal/doctest": {testOnly: true},
 	// an in-memory network of named hosts: whole clusters in one process, no TCP between servers (issue 29)
 	"internal/memnet": {},
 	// a whole cluster in one process on memnet and in-memory raft stores, for other packages' tests
 	"internal/testcluster": {imports: []string{"server", "internal/memnet"}, tests: []string{"client", "vocab"}},
+	// test-only leaves, imported by tests only (testExtras, tests rows), so
+	// no test code ships in the product (issue 29): a throwaway CA and its
+	// certificates, and the watchdog a package's TestMain runs its tests
+	// under. Leaves, so server's own tests may import them too.
+	"internal/testpki":  {},
+	"internal/watchdog": {},
 	// leaves too slight to draw (see helpers): the one client of ZooKeeper's
 	// four-letter words, and loopback ports free for servers to start on
 	"internal/fourletter": {},
 	"internal/freeport":   {},
 	// the runner of jepsen/'s harness (a command of the drawn jepsen/)
 	"jepsen/cmd/jepsen": {imports: []string{"jepsen"}},
-	"zk/compat":         {testOnly: true, tests: []string{"server", "vocab", "internal/netlab", "internal/fourletter", "internal/freeport"}}, // compatibility tests against a real server
+	"zk/compat": {testOnly: true, tests: []string{"server", "vocab", "internal/netlab", "internal/fourletter", "internal/freeport",
+		"internal/testcluster", "internal/testpki", "internal/watchdog"}}, // compatibility tests against a real server
 }
 
 // helpers are off-diagram leaves (rows that import no coord package) the
@@ -161,17 +173,21 @@ var helpers = map[string][]string{
 // testExtras are coord packages the _test.go files of a drawn package may
 // import on top of its row.
 var testExtras = map[string][]string{
-	"client": {"server"}, // its tests run against an in-process cluster
+	// its tests run against an in-process cluster (server.Config to tweak it).
+	"client": {"server", "internal/testcluster", "internal/testpki", "internal/watchdog"},
 	// its certificate recipe's test (docs/testdata/certs.sh) connects the Go
-	// client to a coord process with the certificates it made.
-	"cmd/coord": {"client", "internal/freeport"},
-	// coordctl's TLS test takes its certificates from server's TestPKI.
-	"cmd/coordctl": {"server", "internal/zkproc", "internal/freeport"},
-	// its tests ask servers four-letter words and start servers on free ports.
-	"server": {"internal/fourletter", "internal/freeport"},
+	// client to a coord process with the certificates it made; its health
+	// and start-log tests run an in-process server.
+	"cmd/coord": {"client", "internal/freeport", "internal/testcluster", "internal/testpki"},
+	// coordctl's TLS test takes its certificates from internal/testpki.
+	"cmd/coordctl": {"server", "internal/zkproc", "internal/freeport", "internal/testpki"},
+	// its tests ask servers four-letter words and start servers on free
+	// ports; its cluster helper (testcluster_test.go) uses the test-only
+	// leaves.
+	"server": {"internal/fourletter", "internal/freeport", "internal/testpki", "internal/watchdog"},
 	// recipes' tests run each recipe through both adapters, on an in-process
 	// coord cluster and on Apache ZooKeeper.
-	"recipes": {"server", "client", "recipes/coordconn", "recipes/zkconn", "internal/zkproc", "internal/testcluster"},
+	"recipes": {"server", "client", "recipes/coordconn", "recipes/zkconn", "internal/zkproc", "internal/testcluster", "internal/watchdog"},
 }
 
 type edge struct{ from, to string }

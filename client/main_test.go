@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"coord/server"
+	"coord/internal/watchdog"
 )
 
-func TestMain(m *testing.M) { os.Exit(server.RunWithWatchdog(m, 5*time.Minute)) }
+func TestMain(m *testing.M) { os.Exit(watchdog.Run(m, 5*time.Minute)) }

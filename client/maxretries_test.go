@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"coord/server"
+	"coord/internal/testcluster"
 	"coord/vocab"
 )
 
@@ -13,7 +13,7 @@ import (
 // per round, a session whose only server restarts is tried until the server
 // takes it back (it was reported Expired after the first refused dial).
 func TestMaxRetriesKeepsEstablishedSession(t *testing.T) {
-	tc := server.NewTestCluster(t, 1, 0)
+	tc := testcluster.New(t, 1, 0, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	// A short dial timeout, so that a try during the restart fails rather

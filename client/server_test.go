@@ -1,7 +1,8 @@
 package client_test
 
-// The client against a real coord cluster (package server's TestCluster:
-// raft over loopback, bbolt in temporary directories).
+// The client against a real coord cluster in the test's process
+// (internal/testcluster: real servers, raft between them on an in-memory
+// network, the client over loopback TCP).
 
 import (
 	"context"
@@ -13,7 +14,7 @@ import (
 	"time"
 
 	"coord/client"
-	"coord/server"
+	"coord/internal/testcluster"
 	"coord/vocab"
 )
 
@@ -55,7 +56,7 @@ func TestAgainstRealCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-server cluster")
 	}
-	tc := server.NewTestCluster(t, 3, 0)
+	tc := testcluster.New(t, 3, 0, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c, events := realConnect(t, tc.Addrs())
@@ -180,7 +181,7 @@ func TestIsolatedServerHandsTheSessionOver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-server cluster")
 	}
-	tc := server.NewTestCluster(t, 3, 0)
+	tc := testcluster.New(t, 3, 0, nil)
 	victim := (tc.Leader() + 1) % 3
 	addrs := []string{tc.Servers[victim].GRPCAddr(), tc.Servers[(victim+1)%3].GRPCAddr(), tc.Servers[(victim+2)%3].GRPCAddr()}
 	c, events := realConnect(t, addrs, client.WithSessionTimeout(3*time.Second), client.WithShuffle(false))
@@ -195,7 +196,7 @@ func TestIsolatedServerHandsTheSessionOver(t *testing.T) {
 	id := c.SessionID()
 	isolated := time.Now()
 	tc.Isolate(victim)
-	defer tc.Heal(victim)
+	defer tc.Heal()
 	ev := waitEvent(t, events, func(e client.Event) bool { return e.Type == client.EventSession && e.State == client.StateDisconnected })
 	if ev.Err == nil || !strings.Contains(ev.Err.Error(), "no contact with a leader") {
 		t.Errorf("Disconnected event: %v, want the lost leader as its reason", ev)

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"coord/internal/testcluster"
+	"coord/internal/testpki"
 	"coord/server"
 	"coord/vocab"
 )
@@ -12,8 +14,8 @@ import (
 // WithTLS reaches a TLS server (verifying it against the CA) and presents
 // the client certificate where the server requires one.
 func TestWithTLS(t *testing.T) {
-	pki := server.NewTestPKI(t)
-	tc := server.NewTestClusterWith(t, 1, 0, func(cfg *server.Config) { pki.UseIn(cfg); cfg.TLSClientAuth = true })
+	pki := testpki.New(t)
+	tc := testcluster.New(t, 1, 0, func(cfg *server.Config) { pki.UseIn(&cfg.TLSCert, &cfg.TLSKey, &cfg.TLSCA); cfg.TLSClientAuth = true })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, _, err := Connect(ctx, tc.Addrs(), WithTLS(pki.ClientTLS(true)))

@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"coord/server"
+	"coord/internal/watchdog"
 )
 
 func TestMain(m *testing.M) {
-	code := server.RunWithWatchdog(m, 4*time.Minute)
+	code := watchdog.Run(m, 4*time.Minute)
 	shared.stop()
 	os.Exit(code)
 }

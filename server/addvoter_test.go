@@ -17,7 +17,7 @@ import (
 // a session, "server: no leader", and coordctl could not find the leader).
 func TestAddVoterByRaftAddressThenLead(t *testing.T) {
 	c := NewTestClusterWith(t, 3, 0, withAdmin)
-	cfg := TestConfig(t, "s4")
+	cfg := testConfig(t, "s4")
 	withAdmin(&cfg)
 	c.start(cfg)
 	s4 := c.Servers[3]

@@ -205,7 +205,7 @@ func TestAdminSessionsHashKVSnapshot(t *testing.T) {
 	if err := os.WriteFile(file, snapBytes, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := TestConfig(t, "r1")
+	cfg := testConfig(t, "r1")
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -364,7 +364,7 @@ func TestZeroStoredPasswordMatchesNothing(t *testing.T) {
 // as coordctl snapshot restore and the restored server do.
 func restoreServer(t *testing.T, file string) *Server {
 	t.Helper()
-	cfg := TestConfig(t, "r1")
+	cfg := testConfig(t, "r1")
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -33,7 +33,14 @@ func TestAuditLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	// The leader's own upkeep of /zookeeper/config (server/reconfig) is
+	// audited too, whenever it runs: the session's records are the rest.
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if !strings.Contains(l, "znode=/zookeeper/config") {
+			lines = append(lines, l)
+		}
+	}
 	want := [][]string{
 		{"operation=addAuth", "scheme=digest", "result=success", "user=127.0.0.1,alice"},
 		{"operation=create", "znode=/a ", "znode_type=persistent", "result=success"},

@@ -180,7 +180,7 @@ func TestSessionExpiry(t *testing.T) {
 func TestRestartFollowerCatchesUp(t *testing.T) {
 	c := &TestCluster{tb: t}
 	for i := 0; i < 3; i++ {
-		cfg := TestConfig(t, fmt.Sprintf("s%d", i+1))
+		cfg := testConfig(t, fmt.Sprintf("s%d", i+1))
 		cfg.SnapshotThreshold, cfg.TrailingLogs = 64, 16
 		if i == 0 {
 			cfg.Bootstrap = true
@@ -397,7 +397,7 @@ func TestMembershipChanges(t *testing.T) {
 func TestFollowersApplyCommitsAtOnce(t *testing.T) {
 	c := &TestCluster{tb: t}
 	for i := 0; i < 3; i++ {
-		cfg := TestConfig(t, fmt.Sprintf("s%d", i+1))
+		cfg := testConfig(t, fmt.Sprintf("s%d", i+1))
 		cfg.CommitTimeout = cfg.RaftTimeout
 		if i == 0 {
 			cfg.Bootstrap = true

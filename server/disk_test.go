@@ -70,7 +70,7 @@ func testDiskFillsUp(t *testing.T, kind string) {
 		t.Skipf("cannot mount a tmpfs (%v: %s)", err, strings.TrimSpace(string(out)))
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
-	cfg := TestConfig(t, "s1")
+	cfg := testConfig(t, "s1")
 	cfg.DataDir = filepath.Join(dir, "data")
 	cfg.LogStore = kind
 	// No snapshot by log bytes. A CI run saw one taken at the restart take

@@ -68,6 +68,6 @@ func (s *Server) leaderLoop() {
 			lastReconcile = time.Now()
 			go s.reconcileMembers(nil)
 		}
-		go s.reconcileConfig()
+		go s.reconf.Reconcile()
 	}
 }

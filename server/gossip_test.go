@@ -14,12 +14,12 @@ import (
 // once caught up, observers as non-voters), and gossip tells who is alive.
 func TestGossipJoin(t *testing.T) {
 	c := &TestCluster{tb: t}
-	cfg := TestConfig(t, "s1")
+	cfg := testConfig(t, "s1")
 	cfg.Bootstrap = true
 	cfg.GossipAddr = "127.0.0.1:0"
 	first := c.start(cfg)
 	for i := 2; i <= 4; i++ {
-		cfg := TestConfig(t, fmt.Sprintf("s%d", i))
+		cfg := testConfig(t, fmt.Sprintf("s%d", i))
 		cfg.GossipAddr = "127.0.0.1:0"
 		cfg.GossipJoin = []string{first.GossipAddr()}
 		cfg.Observer = i == 4
@@ -66,15 +66,15 @@ func TestGossipJoin(t *testing.T) {
 func TestGossipKey(t *testing.T) {
 	key := []byte("0123456789abcdef")
 	c := &TestCluster{tb: t}
-	cfg := TestConfig(t, "s1")
+	cfg := testConfig(t, "s1")
 	cfg.Bootstrap, cfg.GossipAddr, cfg.GossipKey = true, "127.0.0.1:0", key
 	first := c.start(cfg)
-	cfg = TestConfig(t, "s2")
+	cfg = testConfig(t, "s2")
 	cfg.GossipAddr, cfg.GossipKey, cfg.GossipJoin = "127.0.0.1:0", key, []string{first.GossipAddr()}
 	c.start(cfg)
 	c.WaitMembers(2, 0)
 
-	stranger := TestConfig(t, "s3")
+	stranger := testConfig(t, "s3")
 	stranger.GossipAddr, stranger.GossipKey = "127.0.0.1:0", []byte("fedcba9876543210")
 	stranger.GossipJoin = []string{first.GossipAddr()}
 	s, err := New(stranger)

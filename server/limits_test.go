@@ -65,7 +65,7 @@ func TestBadInput(t *testing.T) {
 func TestDataLimitIsCheckedBeforeTheLog(t *testing.T) {
 	c := &TestCluster{tb: t}
 	for i := 0; i < 3; i++ {
-		cfg := TestConfig(t, fmt.Sprintf("s%d", i+1))
+		cfg := testConfig(t, fmt.Sprintf("s%d", i+1))
 		if i == 0 {
 			cfg.Bootstrap = true
 			cfg.MaxDataBytes = 16 // the others keep the default, 1 MiB

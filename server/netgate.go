@@ -10,11 +10,12 @@ import (
 
 // netGate carries all of a server's traffic with the other servers: the
 // peer plane's listener and every connection it dials (raft's and the
-// server-to-server gRPC calls). Closing it
-// cuts this server off from the others as a network partition does, while
-// its clients still reach it: in-process tests isolate a server with it
-// (TestCluster.Isolate), over real TCP, without touching the host's network.
-// Open, it costs one atomic load per connection.
+// server-to-server gRPC calls). Closing it (cut
+// set, its connections closed) cuts this server off from the others as a
+// network partition does, while its clients still reach it: this package's
+// tests isolate a server so (TestCluster.Isolate; netGate.isolate and heal
+// live in netgate_isolate_test.go), over real TCP, without touching the
+// host's network. Open, it costs one atomic load per connection.
 type netGate struct {
 	source net.Addr    // local address of connections to them (nil: any)
 	net    PeerNetwork // nil: TCP
@@ -35,22 +36,6 @@ func newNetGate(sourceIP string, network PeerNetwork) *netGate {
 	}
 	return g
 }
-
-// isolate closes the gate and every connection through it.
-func (g *netGate) isolate() {
-	g.cut.Store(true)
-	g.mu.Lock()
-	conns := make([]*gatedConn, 0, len(g.conns))
-	for c := range g.conns {
-		conns = append(conns, c)
-	}
-	g.mu.Unlock()
-	for _, c := range conns {
-		c.Close()
-	}
-}
-
-func (g *netGate) heal() { g.cut.Store(false) }
 
 func (g *netGate) track(c net.Conn) net.Conn {
 	gc := &gatedConn{Conn: c, g: g}

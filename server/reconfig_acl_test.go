@@ -219,7 +219,7 @@ func TestReconfigAddsServersBeforeTheyRun(t *testing.T) {
 	}
 
 	for _, ns := range servers {
-		cfg := TestConfig(t, fmt.Sprint(ns.n))
+		cfg := testConfig(t, fmt.Sprint(ns.n))
 		cfg.SuperDigest = super
 		cfg.RaftAddr, cfg.GRPCAddr, cfg.ZKAddr = ns.raft, ns.grpc, ns.zk
 		cfg.Observer = ns.observer

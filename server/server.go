@@ -15,6 +15,7 @@ import (
 
 	"coord/api"
 	"coord/fsm"
+	"coord/server/reconfig"
 	"coord/server/replica"
 	"coord/server/sessions"
 	"coord/server/zkfront"
@@ -54,9 +55,7 @@ type Server struct {
 	// addresses of a member it lacked (unix ns; admin.go).
 	membersDiscovered atomic.Int64
 
-	configBusy         atomic.Bool // a reconcileConfig runs (zkconfig.go)
-	lastConfigDiscover time.Time   // reconcileConfig's last discover, under configBusy
-	reconfigMu         sync.Mutex  // one reconfig at a time (reconfig.go)
+	reconf *reconfig.Keeper // ZooKeeper's reconfig and /zookeeper/config (reconfig.go)
 
 	mu      sync.Mutex        // guards members (the ZooKeeper front end locks its connections itself)
 	members map[string]Member // known servers by id
@@ -274,6 +273,8 @@ func (s *Server) startReplica(auth replica.PeerAuth) error {
 	}
 	s.rep = rep
 	s.sess.Attach(rep)
+	s.reconf = reconfig.New(reconfig.Config{ID: s.cfg.ID, Observer: s.cfg.Observer, DisableReconfig: s.cfg.DisableReconfig,
+		RaftTimeout: s.cfg.RaftTimeout, GRPCAddr: s.GRPCAddr(), Logger: s.log}, rep, reconfigServer{s})
 	return nil
 }
 
@@ -339,6 +340,15 @@ func (s *Server) Changed() <-chan struct{} { return s.rep.Changed() }
 
 // Closed reports whether Close was called.
 func (s *Server) Closed() bool { return s.isClosed() }
+
+func (s *Server) isClosed() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
 
 // RaftConfiguration is the latest raft configuration this server knows:
 // the ids of its voters and of its non-voters (observers, and voters

@@ -146,7 +146,7 @@ func TestTLSRotationAndClientAuth(t *testing.T) {
 // connection.
 func TestTLSBadFiles(t *testing.T) {
 	pki := NewTestPKI(t)
-	cfg := TestConfig(t, "bad")
+	cfg := testConfig(t, "bad")
 	cfg.Bootstrap = true
 	cfg.TLSCert, cfg.TLSKey = pki.CertFile, pki.CAFile // a certificate, not a key
 	if _, err := New(cfg); err == nil {

@@ -84,7 +84,7 @@ func (z zkServer) Members() int {
 	return len(z.s.members)
 }
 
-func (z zkServer) Quorum() (int64, *zk.QuorumConf) { return z.s.quorumConf() }
+func (z zkServer) Quorum() (int64, *zk.QuorumConf) { return z.s.reconf.Quorum() }
 
 func (z zkServer) AcceptFailed()         { z.s.metrics.acceptErrors.Inc() }
 func (z zkServer) Refused(reason string) { z.s.metrics.connsRefused.WithLabelValues(reason).Inc() }

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"coord/internal/testcluster"
+	"coord/internal/testpki"
 	"coord/server"
 )
 
@@ -13,8 +15,8 @@ import (
 // client certificate where the server requires one; without the
 // certificate there, it fails.
 func TestHealthWithTLS(t *testing.T) {
-	pki := server.NewTestPKI(t)
-	c := server.NewTestClusterWith(t, 1, 0, func(cfg *server.Config) { pki.UseIn(cfg) })
+	pki := testpki.New(t)
+	c := testcluster.New(t, 1, 0, func(cfg *server.Config) { pki.UseIn(&cfg.TLSCert, &cfg.TLSKey, &cfg.TLSCA) })
 	addr := c.Servers[0].HTTPAddr()
 	waitHealthy(t, addr)
 	for _, args := range [][]string{
@@ -30,9 +32,12 @@ func TestHealthWithTLS(t *testing.T) {
 		t.Errorf("coord health against nothing: exit %d, want 1", rc)
 	}
 
-	mutual := server.NewTestPKI(t)
+	mutual := testpki.New(t)
 	files := mutual.WriteClientFiles(t)
-	cm := server.NewTestClusterWith(t, 1, 0, func(cfg *server.Config) { mutual.UseIn(cfg); cfg.TLSClientAuth = true })
+	cm := testcluster.New(t, 1, 0, func(cfg *server.Config) {
+		mutual.UseIn(&cfg.TLSCert, &cfg.TLSKey, &cfg.TLSCA)
+		cfg.TLSClientAuth = true
+	})
 	maddr := cm.Servers[0].HTTPAddr()
 	if rc := runHealth([]string{"-http-addr", maddr}); rc != 1 {
 		t.Errorf("coord health without a client certificate against -tls-client-auth: exit %d, want 1", rc)

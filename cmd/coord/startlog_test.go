@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"coord/internal/testcluster"
 	"coord/server"
 )
 
@@ -35,14 +36,12 @@ func (w *lockedBuffer) String() string {
 // leader for=2562047h47m16.854775807s", then "serving again").
 func TestStartLog(t *testing.T) {
 	var out lockedBuffer
-	cfg := server.TestConfig(t, "s1")
-	cfg.Bootstrap = true
-	cfg.Logger = slog.New(slog.NewTextHandler(&out, nil))
-	srv, err := server.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	// raft on TCP and its stores on disk, as the daemon runs it.
+	c := testcluster.New(t, 1, 0, func(cfg *server.Config) {
+		testcluster.OnTCP(cfg)
+		cfg.Logger = slog.New(slog.NewTextHandler(&out, nil))
+	})
+	srv := c.Servers[0]
 	deadline := time.Now().Add(10 * time.Second)
 	for !srv.Serving() {
 		if time.Now().After(deadline) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"coord/server"
+	"coord/internal/testpki"
 )
 
 // coordctl over TLS to a coord process started with -tls-cert, -tls-key,
@@ -13,7 +13,7 @@ import (
 // works (and the certificate, listed in -admin-x509, is an admin
 // identity); without the certificate, or in plaintext, no server answers.
 func TestTLS(t *testing.T) {
-	pki := server.NewTestPKI(t)
+	pki := testpki.New(t)
 	client := pki.WriteClientFiles(t)
 	c := newProcs(t, t.TempDir(), 1, 0)
 	p := c.nodes[0]

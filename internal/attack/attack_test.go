@@ -36,6 +36,7 @@ import (
 
 	"coord/api"
 	"coord/client"
+	"coord/internal/testpki"
 	"coord/server"
 	"coord/server/replica"
 	"coord/vocab"
@@ -99,8 +100,8 @@ type cluster struct {
 	bin     string
 	nodes   []*node
 	keyFile string
-	clients *server.TestPKI // -tls-ca: signs the servers' client-port certificate and applications' client certificates
-	peers   *server.TestPKI // -peer-ca: signs the servers' peer certificates only
+	clients *testpki.PKI // -tls-ca: signs the servers' client-port certificate and applications' client certificates
+	peers   *testpki.PKI // -peer-ca: signs the servers' peer certificates only
 }
 
 // handedOut are the ports freePorts gave this test binary.
@@ -155,7 +156,7 @@ func startCluster(t *testing.T, mode, bin string) *cluster {
 	c := &cluster{t: t, mode: mode, bin: bin, keyFile: filepath.Join(dir, "cluster.key")}
 	writeKey(t, c.keyFile)
 	if mode == "tls" {
-		c.clients, c.peers = server.NewTestPKI(t), server.NewTestPKI(t)
+		c.clients, c.peers = testpki.New(t), testpki.New(t)
 	}
 	t.Cleanup(c.stop)
 	for attempt := 1; ; attempt++ {

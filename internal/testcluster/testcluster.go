@@ -9,8 +9,12 @@
 // Addrs), as real clients do. Waits are on the servers' change channels,
 // not on polling.
 //
-// Tests that are about the real process, the real disk or the real network
-// (kill -9, fsync, iptables) keep using real processes (jepsen/, cmd/coord).
+// A test about the peer plane's real network or the real raft stores hands
+// New the tweak OnTCP: raft over loopback TCP and raft's files on disk,
+// with the same waits (such a cluster cannot be cut: Isolate and Partition
+// fail it). Tests that are about the real process, the real disk or the
+// real network (kill -9, fsync, iptables) keep using real processes
+// (jepsen/, cmd/coord).
 package testcluster
 
 import (
@@ -48,6 +52,7 @@ type Cluster struct {
 	Net     *memnet.Network
 	Servers []*server.Server
 	configs []server.Config
+	tweak   func(*server.Config)
 }
 
 // Config returns a server configuration with fast timings for in-process
@@ -82,7 +87,7 @@ func (c *Cluster) Config(id string, n int) server.Config {
 // changes each server's configuration before it starts.
 func New(tb TB, voters, observers int, tweak func(*server.Config)) *Cluster {
 	tb.Helper()
-	c := &Cluster{tb: tb, Net: memnet.New()}
+	c := &Cluster{tb: tb, Net: memnet.New(), tweak: tweak}
 	for i := 0; i < voters+observers; i++ {
 		cfg := c.Config(fmt.Sprintf("s%d", i+1), i+1)
 		if i == 0 {
@@ -113,6 +118,61 @@ func (c *Cluster) start(cfg server.Config) *server.Server {
 	return s
 }
 
+// OnTCP, as New's tweak (or called from one), puts a server's peer plane
+// on loopback TCP (a port the kernel picks) and its raft log, stable
+// store and snapshots in files under its data directory, as a coord
+// process has them: for tests about the real network or the real stores.
+// The cluster's Isolate and Partition then fail the test.
+func OnTCP(cfg *server.Config) {
+	cfg.RaftAddr = "127.0.0.1:0"
+	cfg.PeerNetwork = nil
+	cfg.Stores = nil
+}
+
+// Add starts one more server (an observer, or a voter) that joins through
+// the running servers, configured as New configured the others (its
+// tweak too), and waits for it to be in the raft configuration with its
+// role.
+func (c *Cluster) Add(observer bool) *server.Server {
+	c.tb.Helper()
+	n := len(c.Servers) + 1
+	cfg := c.Config(fmt.Sprintf("s%d", n), n)
+	for _, s := range c.Servers {
+		if !s.Closed() {
+			cfg.Peers = append(cfg.Peers, server.Peer{ID: s.ID(), RaftAddr: s.RaftAddr(), GRPCAddr: s.GRPCAddr()})
+		}
+	}
+	cfg.Observer = observer
+	if c.tweak != nil {
+		c.tweak(&cfg)
+	}
+	voters, observers := c.members()
+	s := c.start(cfg)
+	if observer {
+		observers++
+	} else {
+		voters++
+	}
+	c.WaitMembers(voters, observers)
+	return s
+}
+
+// members counts the voters and non-voters in a running leader's
+// configuration (waiting for a leader).
+func (c *Cluster) members() (voters, observers int) {
+	c.tb.Helper()
+	v, o, err := c.Servers[c.Leader()].RaftConfiguration()
+	if err != nil {
+		c.tb.Fatalf("the leader's configuration: %v", err)
+	}
+	return len(v), len(o)
+}
+
+// ConfigOf is the configuration server i runs with (after New's tweak; its
+// addresses as configured, which may end in :0: the server's methods say
+// where it listens).
+func (c *Cluster) ConfigOf(i int) server.Config { return c.configs[i] }
+
 // Kill stops server i at once (its clients lose their connection; its
 // stores keep what it wrote).
 func (c *Cluster) Kill(i int) { c.Servers[i].Close() }
@@ -121,10 +181,23 @@ func (c *Cluster) Kill(i int) { c.Servers[i].Close() }
 // addresses.
 func (c *Cluster) Restart(i int) *server.Server {
 	c.tb.Helper()
-	c.Servers[i].Close()
+	old := c.Servers[i]
+	old.Close()
 	cfg := c.configs[i]
-	cfg.GRPCAddr = c.Servers[i].GRPCAddr() // its clients find it again
-	s, err := server.New(cfg)
+	cfg.GRPCAddr = old.GRPCAddr() // its clients find it again
+	tries := 1
+	if cfg.PeerNetwork == nil { // OnTCP: the others know its port
+		cfg.RaftAddr = old.RaftAddr()
+		tries = 50 // the ports may take a moment to free
+	}
+	var s *server.Server
+	var err error
+	for try := 0; try < tries; try++ {
+		if s, err = server.New(cfg); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if err != nil {
 		c.tb.Fatalf("restarting %s: %v", cfg.ID, err)
 	}
@@ -135,11 +208,17 @@ func (c *Cluster) Restart(i int) *server.Server {
 
 // Isolate cuts server i off from every other server (its clients still
 // reach it); Heal undoes it.
-func (c *Cluster) Isolate(i int) { c.Net.Isolate(c.Servers[i].ID()) }
+func (c *Cluster) Isolate(i int) {
+	c.tb.Helper()
+	c.onMemnet("Isolate")
+	c.Net.Isolate(c.Servers[i].ID())
+}
 
 // Partition splits the servers into groups (indexes) that cannot reach
 // each other; servers named in no group form one more group.
 func (c *Cluster) Partition(groups ...[]int) {
+	c.tb.Helper()
+	c.onMemnet("Partition")
 	var named [][]string
 	for _, g := range groups {
 		var ids []string
@@ -149,6 +228,17 @@ func (c *Cluster) Partition(groups ...[]int) {
 		named = append(named, ids)
 	}
 	c.Net.Partition(named...)
+}
+
+// onMemnet fails the test if a server's peer plane is not on the cluster's
+// in-memory network (OnTCP): no cut could reach it.
+func (c *Cluster) onMemnet(what string) {
+	c.tb.Helper()
+	for _, cfg := range c.configs {
+		if cfg.PeerNetwork == nil {
+			c.tb.Fatalf("testcluster: %s on a cluster whose peer plane is on TCP (OnTCP, server %s): only the in-memory network can be cut", what, cfg.ID)
+		}
+	}
 }
 
 // Heal ends every cut.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,4 +84,81 @@ func TestCluster(t *testing.T) {
 	set(22)
 	c.Restart(r)
 	shows(r, 22)
+}
+
+// fatalTB records a Fatal while armed (and ends the call by panicking,
+// as Fatal ends a test goroutine); otherwise it is the test's.
+type fatalTB struct {
+	testing.TB
+	armed bool
+	fatal string
+}
+
+type fataled struct{}
+
+func (tb *fatalTB) Fatalf(format string, args ...any) {
+	if !tb.armed {
+		tb.TB.Helper()
+		tb.TB.Fatalf(format, args...)
+	}
+	tb.fatal = fmt.Sprintf(format, args...)
+	panic(fataled{})
+}
+
+// fails runs f with tb armed and returns what it fataled with ("" if
+// nothing).
+func (tb *fatalTB) fails(f func()) (msg string) {
+	tb.armed, tb.fatal = true, ""
+	defer func() {
+		tb.armed = false
+		if r := recover(); r != nil {
+			if _, ok := r.(fataled); !ok {
+				panic(r)
+			}
+		}
+		msg = tb.fatal
+	}()
+	f()
+	return ""
+}
+
+// OnTCP: raft on loopback TCP and its stores on disk, for a server New
+// starts and for one Add joins (New's tweak applies to it too); a restart
+// comes back on the same raft port with what its files hold; and a cut,
+// which only the in-memory network can make, fails the test saying so.
+func TestOnTCP(t *testing.T) {
+	tb := &fatalTB{TB: t}
+	c := testcluster.New(tb, 1, 0, testcluster.OnTCP)
+	obs := c.Add(true)
+	for i, s := range c.Servers {
+		if cfg := c.ConfigOf(i); cfg.PeerNetwork != nil || cfg.Stores != nil || !strings.HasPrefix(s.RaftAddr(), "127.0.0.1:") {
+			t.Fatalf("server %d: raft at %s, peer network %v, stores %v: not on TCP and disk", i, s.RaftAddr(), cfg.PeerNetwork, cfg.Stores)
+		}
+	}
+	if v, o, err := c.Servers[c.Leader()].RaftConfiguration(); err != nil || len(v) != 1 || len(o) != 1 || o[0] != obs.ID() {
+		t.Fatalf("after Add(true): voters %v, non-voters %v (%v), want %s a non-voter", v, o, err, obs.ID())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, _, err := client.Connect(ctx, c.Addrs()[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Create(ctx, "/n", []byte("x"), vocab.ModePersistent, vocab.OpenACLUnsafe); err != nil {
+		t.Fatal(err)
+	}
+	raftAddr := obs.RaftAddr()
+	r := c.Restart(1)
+	if r.RaftAddr() != raftAddr {
+		t.Fatalf("restarted on raft address %s, was %s", r.RaftAddr(), raftAddr)
+	}
+	if !c.WaitFor(10*time.Second, func() bool { _, _, err := r.View().GetData("/n", nil); return err == nil }) {
+		t.Fatal("the restarted observer does not hold /n")
+	}
+	for what, cut := range map[string]func(){"Isolate": func() { c.Isolate(0) }, "Partition": func() { c.Partition([]int{0}) }} {
+		if msg := tb.fails(cut); !strings.Contains(msg, what) || !strings.Contains(msg, "OnTCP") {
+			t.Errorf("%s on a TCP cluster: fatal %q, want one that names %s and OnTCP", what, msg, what)
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"coord/internal/fourletter"
 	"coord/internal/freeport"
+	"coord/internal/testcluster"
 	"coord/server"
 )
 
@@ -29,8 +30,8 @@ type Cluster interface {
 	Addrs() []string
 	// Addr returns server i's host:port, running or not.
 	Addr(i int) string
-	// Kill stops server i (in-process coord: Server.Close; coord processes
-	// and ZooKeeper: SIGKILL).
+	// Kill stops server i (in-process coord: Server.Close, its stores
+	// kept; coord processes and ZooKeeper: SIGKILL).
 	Kill(i int)
 	// Leader returns the index of the server that leads now (waiting for
 	// one); a single server is its own leader.
@@ -49,15 +50,24 @@ func target() string {
 }
 
 // newCluster starts n servers of the selected target for the test and stops
-// them when it ends.
-func newCluster(t testing.TB, n int) Cluster {
+// them when it ends. coord's are in the test's process (internal/testcluster:
+// raft between them on an in-memory network, in-memory raft stores, clients
+// over loopback TCP); tweaks change their configuration (ZooKeeper's ignore
+// them): testcluster.OnTCP puts raft on loopback TCP and its stores on disk,
+// for a test that reads what ZooKeeper shows of those.
+func newCluster(t testing.TB, n int, tweaks ...func(*server.Config)) Cluster {
 	t.Helper()
 	switch target() {
 	case "coord":
 		// Every four-letter word, as the ZooKeeper servers' zoo.cfg
 		// (4lw.commands.whitelist=*); TestFourLetterWordsDefault tries
 		// coord's default.
-		return &coordCluster{tc: server.NewTestClusterWith(t, n, 0, func(cfg *server.Config) { cfg.FourLetterWords = []string{"*"} })}
+		return &coordCluster{tc: testcluster.New(t, n, 0, func(cfg *server.Config) {
+			cfg.FourLetterWords = []string{"*"}
+			for _, tweak := range tweaks {
+				tweak(cfg)
+			}
+		})}
 	case "zookeeper":
 		return newZKCluster(t, n)
 	}
@@ -65,14 +75,14 @@ func newCluster(t testing.TB, n int) Cluster {
 	return nil
 }
 
-// coordCluster is an in-process coord cluster (real raft over loopback).
-type coordCluster struct{ tc *server.TestCluster }
+// coordCluster is an in-process coord cluster.
+type coordCluster struct{ tc *testcluster.Cluster }
 
 func (c *coordCluster) Name() string      { return "coord" }
 func (c *coordCluster) Size() int         { return len(c.tc.Servers) }
 func (c *coordCluster) Addrs() []string   { return c.tc.ZKAddrs() }
 func (c *coordCluster) Addr(i int) string { return c.tc.Servers[i].ZKAddr() }
-func (c *coordCluster) Kill(i int)        { c.tc.Servers[i].Close() }
+func (c *coordCluster) Kill(i int)        { c.tc.Kill(i) }
 func (c *coordCluster) Leader() int       { return c.tc.Leader() }
 
 // Apache ZooKeeper from Debian: /usr/share/java/zookeeper.jar (its manifest
@@ -83,7 +93,7 @@ const (
 	zkCliPath   = "/usr/share/zookeeper/bin/zkCli.sh"
 )
 
-// zkTick is tickTime for the ZooKeeper servers, as coord's TestConfig's
+// zkTick is tickTime for the ZooKeeper servers, as the in-process coord's
 // Tick, so that session timeouts negotiate alike ([200 ms, 20 s]).
 const zkTick = 100 * time.Millisecond
 

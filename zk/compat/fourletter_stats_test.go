@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"coord/internal/testcluster"
 )
 
 // The numbers of conf, dirs, srvr, stat and cons on a server with a few
@@ -15,7 +17,9 @@ import (
 // directory's size, the quorum's settings), and so must coord, in
 // ZooKeeper's layout.
 func TestFourLetterWordsStats(t *testing.T) {
-	cl := newCluster(t, 3)
+	// conf shows raft's ports as the quorum's, dirs the sizes of raft's
+	// files: raft on TCP, its stores on disk.
+	cl := newCluster(t, 3, testcluster.OnTCP)
 	addr := cl.Addr(0)
 	c1 := connect(t, "c1", []string{addr}, clientOpts{})
 	c2 := connect(t, "c2", []string{addr}, clientOpts{})

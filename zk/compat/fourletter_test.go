@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"coord/server"
+	"coord/internal/testcluster"
 )
 
 // Four-letter words as monitoring scripts read them (go-zookeeper's FLW
@@ -83,7 +83,7 @@ func TestFourLetterWordsDefault(t *testing.T) {
 	var cl Cluster
 	switch target() {
 	case "coord":
-		cl = &coordCluster{tc: server.NewTestCluster(t, 1, 0)} // coord's default whitelist
+		cl = &coordCluster{tc: testcluster.New(t, 1, 0, nil)} // coord's default whitelist
 	case "zookeeper":
 		cl = newZKClusterOpts(t, 1, procOpts{zooCfg: []string{"4lw.commands.whitelist=ruok"}})
 	default:

@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"coord/server"
+	"coord/internal/watchdog"
 )
 
 func TestMain(m *testing.M) {
-	code := server.RunWithWatchdog(m, 5*time.Minute)
+	code := watchdog.Run(m, 5*time.Minute)
 	removeCoordBinary() // built by coordBinary for the tests that run coord processes
 	os.Exit(code)
 }

@@ -33,7 +33,7 @@ type procCluster interface {
 // procOpts places a process cluster's servers and sets its timings. The
 // zero value gives loopback, ports the kernel had free, a
 // 100 ms tick and session timeouts in [200 ms, 20 s], as the in-process
-// TestConfig.
+// coord (internal/testcluster's Config).
 type procOpts struct {
 	// netns[i], if set, is the network namespace server i runs in (ip
 	// netns exec; see netLab).
@@ -156,7 +156,7 @@ func removeCoordBinary() {
 
 // coordProcs runs coord servers as real processes on loopback: raft, gRPC,
 // ZooKeeper and HTTP ports of their own, no gossip, timings as the
-// in-process TestConfig's and ZooKeeper's (100 ms tick, session timeouts in
+// in-process coord's and ZooKeeper's (100 ms tick, session timeouts in
 // [200 ms, 20 s]).
 type coordProcs struct {
 	t     testing.TB

@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"coord/internal/testcluster"
+	"coord/internal/testpki"
 	"coord/server"
 )
 
@@ -49,9 +51,9 @@ func TestZooKeeperPortTLS(t *testing.T) {
 	if target() != "coord" {
 		t.Skip("coord's TLS flags; the suite's ZooKeeper runs without TLS")
 	}
-	pki := server.NewTestPKI(t)
-	tc := server.NewTestClusterWith(t, 1, 0, func(cfg *server.Config) {
-		pki.UseIn(cfg)
+	pki := testpki.New(t)
+	tc := testcluster.New(t, 1, 0, func(cfg *server.Config) {
+		pki.UseIn(&cfg.TLSCert, &cfg.TLSKey, &cfg.TLSCA)
 		cfg.SecureZKAddr = "127.0.0.1:0"
 	})
 	s := tc.Servers[0]
@@ -88,7 +90,7 @@ func TestZooKeeperPortTLS(t *testing.T) {
 		t.Errorf("a TLS session without the certificate reads an x509 node: %v, want NoAuth", err)
 	}
 
-	only := server.NewTestClusterWith(t, 1, 0, func(cfg *server.Config) { pki.UseIn(cfg); cfg.TLSOnly = true })
+	only := testcluster.New(t, 1, 0, func(cfg *server.Config) { pki.UseIn(&cfg.TLSCert, &cfg.TLSKey, &cfg.TLSCA); cfg.TLSOnly = true })
 	addr := only.Servers[0].ZKAddr()
 	if out, err := fourLetter(addr, "ruok", 2*time.Second); err == nil && out == "imok" {
 		t.Error("-tls-only answered a plaintext four-letter word")

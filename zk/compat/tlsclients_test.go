@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"coord/internal/testcluster"
+	"coord/internal/testpki"
 	"coord/server"
 )
 
@@ -24,12 +26,12 @@ import (
 // the same JAAS users.
 
 // tlsServer is one server of the selected target with TLS on its client
-// ports, made from one TestPKI.
+// ports, made from one testpki.PKI.
 type tlsServer struct {
 	name    string
 	unified string // TLS and plaintext side by side (coord's -zk-addr; ZooKeeper's clientPort with port unification)
 	secure  string // TLS only (coord's -secure-zk-addr; ZooKeeper's secureClientPort)
-	pki     *server.TestPKI
+	pki     *testpki.PKI
 	files   tlsFiles
 }
 
@@ -44,7 +46,7 @@ type tlsFiles struct {
 	ServerStore string // the server's certificate and key in one file (ZooKeeper's PEM key store)
 }
 
-func writeTLSFiles(t *testing.T, p *server.TestPKI) tlsFiles {
+func writeTLSFiles(t *testing.T, p *testpki.PKI) tlsFiles {
 	t.Helper()
 	dir := t.TempDir()
 	f := tlsFiles{CA: p.CAFile,
@@ -103,7 +105,7 @@ const zkCliNettyClassPath = "-cp /etc/zookeeper/conf:/usr/share/java/zookeeper.j
 // set, the SASL users of that JAAS file.
 func newTLSServer(t *testing.T, jaas string) *tlsServer {
 	t.Helper()
-	pki := server.NewTestPKI(t)
+	pki := testpki.New(t)
 	s := &tlsServer{name: target(), pki: pki, files: writeTLSFiles(t, pki)}
 	switch target() {
 	case "coord":
@@ -114,8 +116,8 @@ func newTLSServer(t *testing.T, jaas string) *tlsServer {
 				t.Fatal(err)
 			}
 		}
-		tc := server.NewTestClusterWith(t, 1, 0, func(cfg *server.Config) {
-			pki.UseIn(cfg)
+		tc := testcluster.New(t, 1, 0, func(cfg *server.Config) {
+			pki.UseIn(&cfg.TLSCert, &cfg.TLSKey, &cfg.TLSCA)
 			cfg.SecureZKAddr = "127.0.0.1:0"
 			cfg.SASLUsers = users
 		})
@@ -225,7 +227,7 @@ func TestKazooTLS(t *testing.T) {
 		if target() != "coord" {
 			t.Skip("ZooKeeper has no switch that turns plaintext off on clientPort; its TLS-only port is secureClientPort, refused plaintext above")
 		}
-		only := server.NewTestClusterWith(t, 1, 0, func(cfg *server.Config) { s.pki.UseIn(cfg); cfg.TLSOnly = true })
+		only := testcluster.New(t, 1, 0, func(cfg *server.Config) { s.pki.UseIn(&cfg.TLSCert, &cfg.TLSKey, &cfg.TLSCA); cfg.TLSOnly = true })
 		addr := only.Servers[0].ZKAddr()
 		runKazoo(t, "kazoo_tls.py", []string{addr, addr, s.files.CA, s.files.ClientCert, s.files.ClientKey, "CN=coord test client"},
 			[]string{"tls_port", "client_certificate", "plaintext_refused"})
@@ -242,7 +244,7 @@ func TestKazooTLSRotation(t *testing.T) {
 		t.Skip("ZooKeeper 3.8.0 reads the client ports' key store once, at start (its reload, sslQuorumReloadCertFiles, covers quorum TLS only)")
 	}
 	s := newTLSServer(t, "")
-	next := server.NewTestPKI(t)
+	next := testpki.New(t)
 	runKazoo(t, "kazoo_tls.py", []string{"refused", s.secure, next.CAFile}, []string{"refused"})
 	for _, f := range [][2]string{{next.KeyFile, s.pki.KeyFile}, {next.CertFile, s.pki.CertFile}} {
 		b, err := os.ReadFile(f[0])

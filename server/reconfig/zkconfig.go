@@ -1,4 +1,4 @@
-package server
+package reconfig
 
 import (
 	"context"
@@ -39,7 +39,7 @@ import (
 // numbers) and the numbers are the ids.
 //
 // The leader keeps the text in step with raft's configuration
-// (reconcileConfig, every half tick): it renders the text from raft's
+// (Reconcile, every half tick): it renders the text from raft's
 // configuration and the addresses it knows, and if that differs from the
 // stored lines it proposes CmdSetConfig with them (fromConfig the stored
 // version, so two leaders never overwrite each other's newer text). The
@@ -220,17 +220,12 @@ func trailingNumber(id string) int64 {
 // renderConfig is the text /zookeeper/config should hold (without its
 // version line) for raft's servers, numbered as the current text numbers
 // them. It reports whether it knew every server's client address.
-func (s *Server) renderConfig(servers []replica.Member, current string) (string, bool) {
+func (k *Keeper) renderConfig(servers []replica.Member, current string) (string, bool) {
 	byAddr := map[string]configLine{}
 	for _, l := range parseConfigText(current) {
 		byAddr[l.RaftAddr] = l
 	}
-	s.mu.Lock()
-	known := map[string]Member{}
-	for id, m := range s.members {
-		known[id] = m
-	}
-	s.mu.Unlock()
+	known := k.srv.Members()
 	lines := make([]configLine, len(servers))
 	used := map[int64]bool{}
 	for i, srv := range servers {
@@ -282,35 +277,35 @@ func (s *Server) renderConfig(servers []replica.Member, current string) (string,
 
 // currentConfig is this server's /zookeeper/config: its lines (without
 // the version line) and its version.
-func (s *Server) currentConfig() (string, int64) {
-	data, st, err := s.rep.View().GetData("/zookeeper/config", []vocab.Id{{Scheme: "super"}})
+func (k *Keeper) currentConfig() (string, int64) {
+	data, st, err := k.rep.View().GetData("/zookeeper/config", []vocab.Id{{Scheme: "super"}})
 	if err != nil {
 		return "", 0
 	}
 	return string(fsm.ConfigLines(data)), fsm.ConfigVersion(st)
 }
 
-// quorumConf is the quorum part of the four-letter word conf, which
+// Quorum is the quorum part of the four-letter word conf, which
 // follows /zookeeper/config: serverID is this server's number there (else
 // the number its id ends with), quorumPort its raft port and electionPort
 // its gRPC port, as in its server line. initLimit and syncLimit (ticks a
 // ZooKeeper follower may take to sync with and to keep up with its leader)
 // have no counterpart in raft and are -1; electionAlg is 3, the only
 // election ZooKeeper 3.8 has.
-func (s *Server) quorumConf() (serverID int64, q *zk.QuorumConf) {
-	text, version := s.currentConfig()
+func (k *Keeper) Quorum() (serverID int64, q *zk.QuorumConf) {
+	text, version := k.currentConfig()
 	lines := parseConfigText(text)
-	raftAddr, voter := s.RaftAddr(), !s.cfg.Observer
-	if servers, err := s.rep.Configuration(); err == nil {
+	raftAddr, voter := k.rep.Addr(), !k.cfg.Observer
+	if servers, err := k.rep.Configuration(); err == nil {
 		for _, srv := range servers {
-			if srv.ID == s.cfg.ID {
+			if srv.ID == k.cfg.ID {
 				raftAddr, voter = srv.Addr, srv.Voter
 			}
 		}
 	}
 	_, quorumPort, _ := net.SplitHostPort(raftAddr)
-	_, electionPort, _ := net.SplitHostPort(s.GRPCAddr())
-	serverID = trailingNumber(s.cfg.ID)
+	_, electionPort, _ := net.SplitHostPort(k.cfg.GRPCAddr)
+	serverID = trailingNumber(k.cfg.ID)
 	for _, l := range lines {
 		if l.RaftAddr == raftAddr {
 			serverID, electionPort = l.N, l.GRPCPort
@@ -331,45 +326,45 @@ func (s *Server) quorumConf() (serverID int64, q *zk.QuorumConf) {
 	return serverID, q
 }
 
-// reconcileConfig (leader) proposes /zookeeper/config's text anew if raft's
+// Reconcile (leader) proposes /zookeeper/config's text anew if raft's
 // configuration no longer matches it. One runs at a time.
-func (s *Server) reconcileConfig() {
-	if !s.configBusy.CompareAndSwap(false, true) {
+func (k *Keeper) Reconcile() {
+	if !k.busy.CompareAndSwap(false, true) {
 		return
 	}
-	defer s.configBusy.Store(false)
-	if !s.rep.IsLeader() {
+	defer k.busy.Store(false)
+	if !k.rep.IsLeader() {
 		return
 	}
-	servers, err := s.rep.Configuration()
+	servers, err := k.rep.Configuration()
 	if err != nil {
 		return
 	}
-	current, version := s.currentConfig()
-	want, complete := s.renderConfig(servers, current)
-	if !complete && time.Since(s.lastConfigDiscover) > time.Second {
+	current, version := k.currentConfig()
+	want, complete := k.renderConfig(servers, current)
+	if !complete && time.Since(k.lastDiscover) > time.Second {
 		// Ask the others for the client addresses this server lacks.
-		s.lastConfigDiscover = time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RaftTimeout)
-		s.discover(ctx)
+		k.lastDiscover = time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), k.cfg.RaftTimeout)
+		k.srv.Discover(ctx)
 		cancel()
-		want, _ = s.renderConfig(servers, current)
+		want, _ = k.renderConfig(servers, current)
 	}
 	if want == current {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.leaderWait())
+	ctx, cancel := context.WithTimeout(context.Background(), k.rep.LeaderWait())
 	defer cancel()
 	cmd := &fsm.Command{Type: fsm.CmdSetConfig,
 		Op: fsm.Op{Type: fsm.CmdSetConfig, Path: "/zookeeper/config", Data: []byte(want), TTL: version}}
-	res, err := s.rep.Propose(ctx, cmd)
+	res, err := k.rep.Propose(ctx, cmd)
 	if err == nil {
 		err = res.Res.Err
 	}
 	if err != nil {
-		s.log.Debug("updating /zookeeper/config", "err", err)
+		k.log.Debug("updating /zookeeper/config", "err", err)
 		return
 	}
-	s.sess.AuditServerWrite("", cmd, res.Res, nil)
-	s.log.Info("membership written to /zookeeper/config", "zxid", fmt.Sprintf("0x%x", int64(res.Res.Zxid)))
+	k.srv.Audit("", cmd, res.Res, nil)
+	k.log.Info("membership written to /zookeeper/config", "zxid", fmt.Sprintf("0x%x", int64(res.Res.Zxid)))
 }

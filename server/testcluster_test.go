@@ -1,45 +1,39 @@
 package server
 
+// The cluster, PKI and watchdog helpers of this package's own tests. Other
+// packages' tests use internal/testcluster (an in-process cluster on an
+// in-memory network), internal/testpki and internal/watchdog; these stay
+// here, in a test file, so that no test code ships in the product.
+
 import (
-	"flag"
+	"crypto/ecdsa"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"reflect"
-	"runtime"
-	"strings"
 	"sync"
+	"testing"
 	"time"
+
+	"coord/internal/testpki"
+	"coord/internal/watchdog"
 )
 
-// TB is the part of testing.TB the test helpers use: they take a
-// testing.TB, but the daemon that links this package does not link package
-// testing.
-type TB interface {
-	Helper()
-	Fatal(args ...any)
-	Fatalf(format string, args ...any)
-	Cleanup(func())
-	TempDir() string
-	Log(args ...any)
-}
-
 // TestCluster is a cluster of real servers (real raft over TCP on loopback,
-// real bbolt files in temporary directories) for tests in this and other
-// packages.
+// real bbolt files in temporary directories).
 type TestCluster struct {
-	tb      TB
+	tb      testing.TB
 	Servers []*Server
 	configs []Config
 }
 
-// TestClusterKey is the cluster key of every test server (TestConfig): the
+// TestClusterKey is the cluster key of every test server (testConfig): the
 // servers of a test cluster prove membership with it. It is no secret.
 var TestClusterKey = []byte("coord test cluster key, not a secret")
 
-// TestConfig returns a configuration with fast timings for loopback tests.
-func TestConfig(tb TB, id string) Config {
+// testConfig returns a configuration with fast timings for loopback tests.
+func testConfig(tb testing.TB, id string) Config {
 	cfg := DefaultConfig()
 	cfg.ID = id
 	cfg.DataDir = tb.TempDir()
@@ -65,18 +59,18 @@ func TestConfig(tb TB, id string) Config {
 // NewTestCluster starts voters+observers servers: the first bootstraps a
 // cluster and the others join through it. It returns once every server is
 // in the raft configuration with its role and a leader is elected.
-func NewTestCluster(tb TB, voters, observers int) *TestCluster {
+func NewTestCluster(tb testing.TB, voters, observers int) *TestCluster {
 	tb.Helper()
 	return NewTestClusterWith(tb, voters, observers, nil)
 }
 
 // NewTestClusterWith is NewTestCluster with tweak applied to each server's
-// configuration (after TestConfig) before it starts.
-func NewTestClusterWith(tb TB, voters, observers int, tweak func(*Config)) *TestCluster {
+// configuration (after testConfig) before it starts.
+func NewTestClusterWith(tb testing.TB, voters, observers int, tweak func(*Config)) *TestCluster {
 	tb.Helper()
 	c := &TestCluster{tb: tb}
 	for i := 0; i < voters+observers; i++ {
-		cfg := TestConfig(tb, fmt.Sprintf("s%d", i+1))
+		cfg := testConfig(tb, fmt.Sprintf("s%d", i+1))
 		if tweak != nil {
 			tweak(&cfg)
 		}
@@ -108,7 +102,7 @@ func (c *TestCluster) start(cfg Config) *Server {
 // Add starts one more server that joins the cluster.
 func (c *TestCluster) Add(observer bool) *Server {
 	c.tb.Helper()
-	cfg := TestConfig(c.tb, fmt.Sprintf("s%d", len(c.Servers)+1))
+	cfg := testConfig(c.tb, fmt.Sprintf("s%d", len(c.Servers)+1))
 	var peers []Peer
 	for _, s := range c.Servers {
 		peers = append(peers, Peer{ID: s.ID(), RaftAddr: s.RaftAddr(), GRPCAddr: s.GRPCAddr()})
@@ -242,18 +236,17 @@ func (c *TestCluster) Addrs() []string {
 	return out
 }
 
-func (s *Server) isClosed() bool {
-	select {
-	case <-s.closing:
-		return true
-	default:
-		return false
-	}
-}
+// Isolate cuts server i off from the other servers, as a network partition
+// does (its raft and server-to-server connections are closed and refused),
+// while its clients still reach it. Heal undoes it.
+func (c *TestCluster) Isolate(i int) { c.Servers[i].gate.isolate() }
+
+// Heal reconnects server i to the others after Isolate.
+func (c *TestCluster) Heal(i int) { c.Servers[i].gate.heal() }
 
 // testLogger logs to the test's log when COORD_TEST_LOG is set, and nowhere
 // otherwise (raft is chatty); it stops when the test ends.
-func testLogger(tb TB, id string) *slog.Logger {
+func testLogger(tb testing.TB, id string) *slog.Logger {
 	if os.Getenv("COORD_TEST_LOG") == "" {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -264,7 +257,7 @@ func testLogger(tb TB, id string) *slog.Logger {
 
 type tbWriter struct {
 	mu   sync.Mutex
-	tb   TB
+	tb   testing.TB
 	done bool
 }
 
@@ -277,54 +270,20 @@ func (w *tbWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// RunWithWatchdog runs a package's tests (from TestMain) and, if they are
-// still running after limit, prints the goroutines that are in this
-// module's code (the hung test's among them) in a compact form and exits:
-// a hang then shows where it is in the last lines of the output instead of
-// in the middle of go test's full dump.
-func RunWithWatchdog(m interface{ Run() int }, limit time.Duration) int {
-	// Fuzzing and benchmarks run as long as they are told to.
-	flag.Parse()
-	for _, name := range []string{"test.fuzz", "test.bench"} {
-		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {
-			return m.Run()
-		}
-	}
-	t := time.AfterFunc(limit, func() {
-		buf := make([]byte, 64<<20)
-		buf = buf[:runtime.Stack(buf, true)]
-		var b strings.Builder
-		fmt.Fprintf(&b, "watchdog: tests still running after %v; goroutines in coord and raft code:\n", limit)
-		// hashicorp/raft's own goroutines are shown too: a Shutdown that
-		// never returns waits on one of them.
-		ours := func(l string) bool { return strings.Contains(l, "coord/") || strings.Contains(l, "hashicorp/raft") }
-		for _, g := range strings.Split(string(buf), "\n\n") {
-			if !ours(g) {
-				continue
-			}
-			lines := strings.Split(g, "\n")
-			b.WriteString(lines[0] + "\n")
-			for i, l := range lines[1:] {
-				if !strings.HasPrefix(l, "\t") && ours(l) {
-					b.WriteString("  " + strings.TrimSpace(l))
-					if i+2 < len(lines) { // the frame's file:line
-						b.WriteString("  " + strings.TrimSpace(lines[i+2]))
-					}
-					b.WriteString("\n")
-				}
-			}
-		}
-		os.Stderr.WriteString(b.String())
-		os.Exit(3)
-	})
-	defer t.Stop()
-	return m.Run()
+// TestPKI is internal/testpki's CA with UseIn on this package's Config.
+type TestPKI struct{ *testpki.PKI }
+
+// NewTestPKI writes a CA and a server certificate into a temporary
+// directory (testpki.New).
+func NewTestPKI(tb testing.TB) *TestPKI { tb.Helper(); return &TestPKI{testpki.New(tb)} }
+
+// UseIn turns TLS on in cfg with these files.
+func (p *TestPKI) UseIn(cfg *Config) { p.PKI.UseIn(&cfg.TLSCert, &cfg.TLSKey, &cfg.TLSCA) }
+
+func (p *TestPKI) issue(tb testing.TB, serial int64, name string, server bool) ([]byte, *ecdsa.PrivateKey) {
+	tb.Helper()
+	return p.Issue(tb, serial, name, server)
 }
 
-// Isolate cuts server i off from the other servers, as a network partition
-// does (its raft and server-to-server connections are closed and refused),
-// while its clients still reach it. Heal undoes it.
-func (c *TestCluster) Isolate(i int) { c.Servers[i].gate.isolate() }
-
-// Heal reconnects server i to the others after Isolate.
-func (c *TestCluster) Heal(i int) { c.Servers[i].gate.heal() }
+// RunWithWatchdog runs the package's tests from TestMain (watchdog.Run).
+func RunWithWatchdog(m *testing.M, limit time.Duration) int { return watchdog.Run(m, limit) }

@@ -1,7 +1,10 @@
-package server
+package reconfig
 
 import (
+	"context"
 	"testing"
+
+	"coord/fsm"
 
 	"coord/server/replica"
 	"coord/server/sessions"
@@ -12,11 +15,11 @@ import (
 // suffrage; client addresses come from what the server knows or the
 // current text.
 func TestRenderConfigNumbers(t *testing.T) {
-	s := &Server{members: map[string]Member{
+	k := New(Config{}, nil, knownServers{
 		"s1":    {ID: "s1", GRPCAddr: "10.0.0.1:7001", ZKAddr: "10.0.0.1:2181"},
 		"alpha": {ID: "alpha", GRPCAddr: "10.0.0.2:7001", ZKAddr: "10.0.0.2:2181"},
 		"s7":    {ID: "s7", GRPCAddr: "10.0.0.3:7001"},
-	}}
+	})
 	servers := []replica.Member{
 		{ID: "s7", Addr: "10.0.0.3:7000"},
 		{ID: "alpha", Addr: "10.0.0.2:7000", Voter: true},
@@ -25,7 +28,7 @@ func TestRenderConfigNumbers(t *testing.T) {
 	// s7's raft address is server.5 in the current text, with its client
 	// address.
 	current := "server.5=10.0.0.3:7000:7001:participant;10.0.0.3:2181\n"
-	got, complete := s.renderConfig(servers, current)
+	got, complete := k.renderConfig(servers, current)
 	want := "server.1=10.0.0.1:7000:7001:participant;10.0.0.1:2181\n" +
 		"server.2=10.0.0.2:7000:7001:participant;10.0.0.2:2181\n" +
 		"server.5=10.0.0.3:7000:7001:observer;10.0.0.3:2181\n"
@@ -33,6 +36,14 @@ func TestRenderConfigNumbers(t *testing.T) {
 		t.Fatalf("renderConfig =\n%s(complete %v), want\n%s", got, complete, want)
 	}
 }
+
+// knownServers is a Server that knows the servers it holds and does nothing.
+type knownServers map[string]Member
+
+func (m knownServers) Members() map[string]Member                  { return m }
+func (knownServers) Learn(Member)                                  {}
+func (knownServers) Discover(context.Context)                      {}
+func (knownServers) Audit(string, *fsm.Command, fsm.Result, error) {}
 
 func TestReconfigTarget(t *testing.T) {
 	cur := parseConfigText("server.1=h:1:2:participant;h:3\nserver.2=h:4:5:participant;h:6\nversion=1")

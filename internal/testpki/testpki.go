@@ -1,4 +1,9 @@
-package server
+// Package testpki is a throwaway certificate authority for tests of TLS on
+// loopback: a CA, a certificate for 127.0.0.1 and localhost that servers
+// use both to serve and to reach each other, and a client certificate, as
+// PEM files in a temporary directory. It imports no coord package, so
+// every package's tests may use it, server's own among them.
+package testpki
 
 import (
 	"crypto/ecdsa"
@@ -15,23 +20,28 @@ import (
 	"time"
 )
 
-// TestPKI is a throwaway certificate authority and certificates for
-// loopback tests of TLS: the CA, a certificate for 127.0.0.1 that servers
-// use both to serve and to reach each other, and a client certificate.
-type TestPKI struct {
+// TB is the part of testing.TB the PKI uses.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	TempDir() string
+}
+
+// PKI is a CA and the certificates it issued.
+type PKI struct {
 	CAFile, CertFile, KeyFile string // PEM files: the CA, the servers' certificate and key
 	CA                        *x509.CertPool
-	Client                    tls.Certificate // signed by the CA, for mutual TLS
+	Client                    tls.Certificate // signed by the CA, for mutual TLS; CN "coord test client"
 	caCert                    *x509.Certificate
 	caKey                     *ecdsa.PrivateKey
 	dir                       string
 }
 
-// NewTestPKI writes a CA and a server certificate into a temporary
-// directory.
-func NewTestPKI(tb TB) *TestPKI {
+// New writes a CA and a server certificate (serial 2) into a temporary
+// directory and makes a client certificate (serial 3).
+func New(tb TB) *PKI {
 	tb.Helper()
-	p := &TestPKI{dir: tb.TempDir()}
+	p := &PKI{dir: tb.TempDir()}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		tb.Fatal(err)
@@ -51,16 +61,16 @@ func NewTestPKI(tb TB) *TestPKI {
 	writePEM(tb, p.CAFile, "CERTIFICATE", der)
 	p.CertFile, p.KeyFile = filepath.Join(p.dir, "server.pem"), filepath.Join(p.dir, "server-key.pem")
 	p.IssueServer(tb, 2)
-	cert, key2 := p.issue(tb, 3, "coord test client", false)
+	cert, key2 := p.Issue(tb, 3, "coord test client", false)
 	p.Client = tls.Certificate{Certificate: [][]byte{cert}, PrivateKey: key2}
 	return p
 }
 
 // IssueServer writes a new server certificate and key with this serial
 // number over CertFile and KeyFile (a rotation).
-func (p *TestPKI) IssueServer(tb TB, serial int64) {
+func (p *PKI) IssueServer(tb TB, serial int64) {
 	tb.Helper()
-	der, key := p.issue(tb, serial, "coord test server", true)
+	der, key := p.Issue(tb, serial, "coord test server", true)
 	kb, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
 		tb.Fatal(err)
@@ -71,7 +81,10 @@ func (p *TestPKI) IssueServer(tb TB, serial int64) {
 	writePEM(tb, p.CertFile, "CERTIFICATE", der)
 }
 
-func (p *TestPKI) issue(tb TB, serial int64, name string, server bool) ([]byte, *ecdsa.PrivateKey) {
+// Issue signs a new certificate for the common name name (DER) and returns
+// it with its key: a client certificate, or, if server, one that also
+// serves 127.0.0.1 and localhost.
+func (p *PKI) Issue(tb TB, serial int64, name string, server bool) ([]byte, *ecdsa.PrivateKey) {
 	tb.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -105,7 +118,7 @@ func writePEM(tb TB, path, typ string, der []byte) {
 
 // ClientTLS is a client configuration that trusts the CA (and presents the
 // client certificate if withCert).
-func (p *TestPKI) ClientTLS(withCert bool) *tls.Config {
+func (p *PKI) ClientTLS(withCert bool) *tls.Config {
 	c := &tls.Config{RootCAs: p.CA, MinVersion: tls.VersionTLS12}
 	if withCert {
 		c.Certificates = []tls.Certificate{p.Client}
@@ -113,9 +126,12 @@ func (p *TestPKI) ClientTLS(withCert bool) *tls.Config {
 	return c
 }
 
-// UseIn turns TLS on in cfg with these files.
-func (p *TestPKI) UseIn(cfg *Config) {
-	cfg.TLSCert, cfg.TLSKey, cfg.TLSCA = p.CertFile, p.KeyFile, p.CAFile
+// UseIn turns TLS on in a server's configuration by setting its
+// certificate, key and CA files; the arguments are &cfg.TLSCert,
+// &cfg.TLSKey and &cfg.TLSCA of a server.Config (this package does not
+// import server).
+func (p *PKI) UseIn(cert, key, ca *string) {
+	*cert, *key, *ca = p.CertFile, p.KeyFile, p.CAFile
 }
 
 // ClientFiles are a client certificate and key as PEM files.
@@ -123,7 +139,7 @@ type ClientFiles struct{ CertFile, KeyFile string }
 
 // WriteClientFiles writes the client certificate and its key as PEM files
 // (for tools that take files, such as coordctl's --cert and --key).
-func (p *TestPKI) WriteClientFiles(tb TB) ClientFiles {
+func (p *PKI) WriteClientFiles(tb TB) ClientFiles {
 	tb.Helper()
 	f := ClientFiles{CertFile: filepath.Join(p.dir, "client.pem"), KeyFile: filepath.Join(p.dir, "client-key.pem")}
 	kb, err := x509.MarshalECPrivateKey(p.Client.PrivateKey.(*ecdsa.PrivateKey))
