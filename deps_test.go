@@ -168,6 +168,7 @@ var offDiagram = map[string]row{
 var helpers = map[string][]string{
 	"cmd/coordctl":    {"internal/fourletter"},                      // its 4lw command
 	"internal/zkproc": {"internal/fourletter", "internal/freeport"}, // a ZooKeeper's ports, and its srvr
+	"jepsen":          {"internal/freeport"},                        // its servers' ports
 }
 
 // testExtras are coord packages the _test.go files of a drawn package may

@@ -2,6 +2,7 @@ package jepsen
 
 import (
 	"context"
+	"coord/internal/freeport"
 	"crypto/rand"
 	"crypto/sha1"
 	"encoding/base64"
@@ -10,7 +11,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -127,7 +127,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	var ports []int
 	if cfg.Lab == nil {
 		var err error
-		if ports, err = freePorts(4 * n); err != nil {
+		if ports, err = freeport.Ports(4 * n); err != nil {
 			return nil, err
 		}
 	}
@@ -466,24 +466,4 @@ func LogTail(path string, n int) string {
 		b = b[len(b)-n:]
 	}
 	return string(b)
-}
-
-// freePorts asks the kernel for n free loopback ports.
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

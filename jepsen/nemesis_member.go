@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"coord/api"
+	"coord/internal/freeport"
 )
 
 // membershipNemesis changes the raft configuration under load through
@@ -275,7 +276,7 @@ func (c *Cluster) newExtraNode(seq int) (*node, error) {
 		a := func(p int) string { return fmt.Sprintf("%s:%d", lab.Host(k), p) }
 		nd.raft, nd.grpc, nd.zk, nd.http = a(nsPorts[0]), a(nsPorts[1]), a(nsPorts[2]), a(nsPorts[3])
 	} else {
-		ports, err := freePorts(4)
+		ports, err := freeport.Ports(4)
 		if err != nil {
 			return nil, err
 		}
