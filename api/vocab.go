@@ -39,3 +39,16 @@ func ACLFromAPI(acl []*ACL) []vocab.ACL {
 	}
 	return out
 }
+
+// DataFromAPI is a request's or reply's data with its null flag (protobuf
+// decodes null and empty data both as nil) in Go's form: nil for
+// ZooKeeper's null data, a non-nil empty slice for empty data.
+func DataFromAPI(data []byte, null bool) []byte {
+	if null {
+		return nil
+	}
+	if data == nil {
+		return []byte{}
+	}
+	return data
+}

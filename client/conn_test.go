@@ -105,7 +105,7 @@ func TestCallsAndErrorMapping(t *testing.T) {
 	if c.LastZxid() == 0 {
 		t.Fatal("LastZxid not taken from responses")
 	}
-	if err := c.RemoveWatches(ctx, "/a", WatcherAny); !errors.Is(err, vocab.NoWatcher) {
+	if err := c.RemoveWatches(ctx, "/a", vocab.WatcherAny); !errors.Is(err, vocab.NoWatcher) {
 		t.Fatalf("RemoveWatches without watches: %v", err)
 	}
 }
@@ -273,7 +273,7 @@ func TestContextCancellation(t *testing.T) {
 	if d, _, err := c.Get(ctx, "/w"); err != nil || string(d) != "v" {
 		t.Fatalf("Get after an abandoned call = %q %v", d, err)
 	}
-	if c.watches.has("/w", WatcherAny) {
+	if c.watches.has("/w", vocab.WatcherAny) {
 		t.Fatal("abandoned GetW registered a watch")
 	}
 	after, _ := f.received()

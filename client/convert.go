@@ -31,18 +31,6 @@ func ctxErr(op, path string, err error) error {
 	return fmt.Errorf("coord: %s %s: %w", op, path, err)
 }
 
-// dataFromAPI keeps ZooKeeper's null data (nil) apart from empty data
-// (a non-nil empty slice); protobuf decodes both as nil.
-func dataFromAPI(data []byte, null bool) []byte {
-	if null {
-		return nil
-	}
-	if data == nil {
-		return []byte{}
-	}
-	return data
-}
-
 func createToAPI(path string, data []byte, mode vocab.CreateMode, acl []vocab.ACL, ttlMs int64) *api.CreateRequest {
 	return &api.CreateRequest{
 		Path:     path,

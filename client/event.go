@@ -59,7 +59,7 @@ func (s State) terminal() bool {
 // numbers 1 to 4).
 const (
 	// EventSession is a change of session state (ZooKeeper's EventType None).
-	EventSession vocab.EventType = -1
+	EventSession = vocab.EventNone
 	// EventNotWatching is the last event of a watch that will not fire: it
 	// was removed, or the session ended. Err says why.
 	EventNotWatching vocab.EventType = -2

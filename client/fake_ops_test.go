@@ -79,7 +79,7 @@ func (cl *fakeCluster) apply(s *fakeStream, req *api.Request) *api.Response {
 		r.Result = &api.Response_Empty{Empty: &api.Empty{}}
 	case *api.Request_RemoveWatches:
 		code = vocab.NoWatcher
-		for _, k := range kindsOf(WatcherType(op.RemoveWatches.GetType())) {
+		for _, k := range kindsOf(vocab.WatcherType(op.RemoveWatches.GetType())) {
 			key := watchKey{op.RemoveWatches.GetPath(), k}
 			if k != kindExist && sess.watches[key] {
 				delete(sess.watches, key)

@@ -161,7 +161,7 @@ func (c *Conn) MultiRead(ctx context.Context, ops ...ReadOp) ([]ReadResult, erro
 		if children {
 			out[i].Children = m.GetChildren()
 		} else {
-			out[i].Data = dataFromAPI(m.GetData(), m.GetNullData())
+			out[i].Data = api.DataFromAPI(m.GetData(), m.GetNullData())
 		}
 	}
 	return out, nil

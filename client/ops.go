@@ -105,7 +105,7 @@ func (c *Conn) GetKind(ctx context.Context, path string) ([]byte, vocab.Stat, in
 		return nil, vocab.Stat{}, 0, err
 	}
 	g := r.GetGetData()
-	return dataFromAPI(g.GetData(), g.GetNullData()), api.StatFromAPI(g.GetStat()), g.GetKindOwner(), nil
+	return api.DataFromAPI(g.GetData(), g.GetNullData()), api.StatFromAPI(g.GetStat()), g.GetKindOwner(), nil
 }
 
 // GetW is Get that also sets a one-shot watch on the node's data: it fires
@@ -121,7 +121,7 @@ func (c *Conn) get(ctx context.Context, path string, w *watcher) ([]byte, vocab.
 		return nil, vocab.Stat{}, nil, err
 	}
 	g := r.GetGetData()
-	return dataFromAPI(g.GetData(), g.GetNullData()), api.StatFromAPI(g.GetStat()), w.ch(), nil
+	return api.DataFromAPI(g.GetData(), g.GetNullData()), api.StatFromAPI(g.GetStat()), w.ch(), nil
 }
 
 // registerOnOK registers w for path once the response says OK.
@@ -264,7 +264,7 @@ func (c *Conn) AddWatch(ctx context.Context, path string, recursive bool) (<-cha
 // RemoveWatches removes the session's watches of the kinds which selects on
 // path, on the server and here: each of their channels gets EventNotWatching
 // and closes. The server answers vocab.NoWatcher when there was none.
-func (c *Conn) RemoveWatches(ctx context.Context, path string, which WatcherType) error {
+func (c *Conn) RemoveWatches(ctx context.Context, path string, which vocab.WatcherType) error {
 	req := &api.Request{Op: &api.Request_RemoveWatches{RemoveWatches: &api.RemoveWatchesRequest{Path: path, Type: int32(which)}}}
 	_, err := c.do(ctx, "removeWatches", path, req, func(r *api.Response) {
 		code := vocab.Code(r.GetErr())
@@ -277,7 +277,7 @@ func (c *Conn) RemoveWatches(ctx context.Context, path string, which WatcherType
 
 // CheckWatches asks the server whether the session holds watches of the
 // kinds which selects on path; it answers vocab.NoWatcher if not.
-func (c *Conn) CheckWatches(ctx context.Context, path string, which WatcherType) error {
+func (c *Conn) CheckWatches(ctx context.Context, path string, which vocab.WatcherType) error {
 	req := &api.Request{Op: &api.Request_CheckWatches{CheckWatches: &api.CheckWatchesRequest{Path: path, Type: int32(which)}}}
 	_, err := c.do(ctx, "checkWatches", path, req, nil)
 	return err

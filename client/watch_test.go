@@ -59,7 +59,7 @@ func TestOneShotWatchesFireOnce(t *testing.T) {
 		t.Fatalf("child watch: %v", ev)
 	}
 	closed(t, wc)
-	if c.watches.has("/d", WatcherAny) || c.watches.has("/", WatcherAny) || c.watches.has("/new", WatcherAny) {
+	if c.watches.has("/d", vocab.WatcherAny) || c.watches.has("/", vocab.WatcherAny) || c.watches.has("/new", vocab.WatcherAny) {
 		t.Fatal("fired watches still registered")
 	}
 
@@ -67,7 +67,7 @@ func TestOneShotWatchesFireOnce(t *testing.T) {
 	if _, _, w, err := c.GetW(ctx, "/nope"); !errors.Is(err, vocab.NoNode) || w != nil {
 		t.Fatalf("GetW on a missing node = %v %v", w, err)
 	}
-	if c.watches.has("/nope", WatcherAny) {
+	if c.watches.has("/nope", vocab.WatcherAny) {
 		t.Fatal("failed GetW registered a watch")
 	}
 }
@@ -155,14 +155,14 @@ func TestPersistentWatches(t *testing.T) {
 	}
 	quiet(t, wr)
 
-	if err := c.RemoveWatches(ctx, "/p", WatcherPersistent); err != nil {
+	if err := c.RemoveWatches(ctx, "/p", vocab.WatcherPersistent); err != nil {
 		t.Fatal(err)
 	}
 	if ev := recv(t, wp); ev.Type != EventNotWatching || ev.Path != "/p" {
 		t.Fatalf("after RemoveWatches: %v", ev)
 	}
 	closed(t, wp)
-	if err := c.RemoveWatches(ctx, "/p", WatcherPersistent); !errors.Is(err, vocab.NoWatcher) {
+	if err := c.RemoveWatches(ctx, "/p", vocab.WatcherPersistent); !errors.Is(err, vocab.NoWatcher) {
 		t.Fatalf("second RemoveWatches: %v", err)
 	}
 }

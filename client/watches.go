@@ -9,18 +9,6 @@ import (
 	"coord/vocab"
 )
 
-// WatcherType selects watches in RemoveWatches and CheckWatches, with
-// ZooKeeper's numbers (Watcher.WatcherType; 4 and 5 since 3.9).
-type WatcherType int32
-
-const (
-	WatcherChildren            WatcherType = 1 // one-shot child watches (ChildrenW)
-	WatcherData                WatcherType = 2 // one-shot data watches (GetW, ExistsW)
-	WatcherAny                 WatcherType = 3 // every kind
-	WatcherPersistent          WatcherType = 4 // AddWatch(path, false)
-	WatcherPersistentRecursive WatcherType = 5 // AddWatch(path, true)
-)
-
 // watchKind is one kind of client-side registration. Data and exist are
 // apart, as in ZooKeeper's client, because they are re-registered apart: an
 // exist watch was set on a node that did not exist.
@@ -147,24 +135,24 @@ func parent(p string) (string, bool) {
 }
 
 // kindsOf is the set of kinds a WatcherType selects.
-func kindsOf(which WatcherType) []watchKind {
+func kindsOf(which vocab.WatcherType) []watchKind {
 	switch which {
-	case WatcherChildren:
+	case vocab.WatcherChildren:
 		return []watchKind{kindChild}
-	case WatcherData:
+	case vocab.WatcherData:
 		return []watchKind{kindData, kindExist}
-	case WatcherAny:
+	case vocab.WatcherAny:
 		return []watchKind{kindData, kindExist, kindChild, kindPersistent, kindRecursive}
-	case WatcherPersistent:
+	case vocab.WatcherPersistent:
 		return []watchKind{kindPersistent}
-	case WatcherPersistentRecursive:
+	case vocab.WatcherPersistentRecursive:
 		return []watchKind{kindRecursive}
 	}
 	return nil
 }
 
 // has reports whether any watch of the selected kinds is registered on path.
-func (t *watchTable) has(path string, which WatcherType) bool {
+func (t *watchTable) has(path string, which vocab.WatcherType) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, k := range kindsOf(which) {
@@ -176,7 +164,7 @@ func (t *watchTable) has(path string, which WatcherType) bool {
 }
 
 // remove ends the selected watches on path with an EventNotWatching.
-func (t *watchTable) remove(path string, which WatcherType, err error) {
+func (t *watchTable) remove(path string, which vocab.WatcherType, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ev := Event{Type: EventNotWatching, State: StateConnected, Path: path, Err: err}

@@ -223,11 +223,11 @@ func requestFromAPI(r *api.Request) *sessions.Request {
 	case *api.Request_Sync:
 		req.Path = op.Sync.Path
 	case *api.Request_AddWatch:
-		req.Path, req.WatchMode = op.AddWatch.Path, watch.AddWatchMode(op.AddWatch.Mode)
+		req.Path, req.WatchMode = op.AddWatch.Path, vocab.AddWatchMode(op.AddWatch.Mode)
 	case *api.Request_RemoveWatches:
-		req.Path, req.WatcherType = op.RemoveWatches.Path, watch.WatcherType(op.RemoveWatches.Type)
+		req.Path, req.WatcherType = op.RemoveWatches.Path, vocab.WatcherType(op.RemoveWatches.Type)
 	case *api.Request_CheckWatches:
-		req.Path, req.WatcherType = op.CheckWatches.Path, watch.WatcherType(op.CheckWatches.Type)
+		req.Path, req.WatcherType = op.CheckWatches.Path, vocab.WatcherType(op.CheckWatches.Type)
 	case *api.Request_Auth:
 		req.Scheme, req.Auth = op.Auth.Scheme, op.Auth.Auth
 	case *api.Request_GetAllChildrenNumber:
@@ -256,7 +256,7 @@ func requestFromAPI(r *api.Request) *sessions.Request {
 }
 
 func createFromAPI(r *api.CreateRequest) fsm.Op {
-	return fsm.Op{Type: fsm.CmdCreate, Path: r.Path, Data: sessions.WireData(r.Data, r.NullData), ACL: api.ACLFromAPI(r.Acl),
+	return fsm.Op{Type: fsm.CmdCreate, Path: r.Path, Data: api.DataFromAPI(r.Data, r.NullData), ACL: api.ACLFromAPI(r.Acl),
 		Mode: vocab.CreateMode(r.Mode), TTL: r.Ttl}
 }
 
@@ -265,7 +265,7 @@ func deleteFromAPI(r *api.DeleteRequest) fsm.Op {
 }
 
 func setDataFromAPI(r *api.SetDataRequest) fsm.Op {
-	return fsm.Op{Type: fsm.CmdSetData, Path: r.Path, Data: sessions.WireData(r.Data, r.NullData), Version: r.Version}
+	return fsm.Op{Type: fsm.CmdSetData, Path: r.Path, Data: api.DataFromAPI(r.Data, r.NullData), Version: r.Version}
 }
 
 func watchSetFromAPI(w *api.WatchSet) *sessions.WatchSet {

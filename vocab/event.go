@@ -25,6 +25,8 @@ func (t EventType) String() string {
 		return "NodeDataChanged"
 	case EventNodeChildrenChanged:
 		return "NodeChildrenChanged"
+	case EventNone:
+		return "None"
 	}
 	return "EventType(?)"
 }

@@ -50,7 +50,7 @@ func BenchmarkTriggerHit(b *testing.B) {
 func BenchmarkTriggerPersistent(b *testing.B) {
 	r, paths := benchRegistry(b)
 	for s := range 10 {
-		if err := r.AddWatch(int64(20_000+s), paths[0], ModePersistent); err != nil {
+		if err := r.AddWatch(int64(20_000+s), paths[0], vocab.AddWatchPersistent); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -81,7 +81,7 @@ func BenchmarkTriggerMiss(b *testing.B) {
 func BenchmarkTriggerRecursive(b *testing.B) {
 	r, paths := benchRegistry(b)
 	for i := range 1000 {
-		if err := r.AddWatch(int64(20_000+i), fmt.Sprintf("/bench/%02d", i%100), ModePersistentRecursive); err != nil {
+		if err := r.AddWatch(int64(20_000+i), fmt.Sprintf("/bench/%02d", i%100), vocab.AddWatchPersistentRecursive); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -92,7 +92,7 @@ func TestConcurrentAsOfRegistration(t *testing.T) {
 				if i%50 == 0 {
 					r.Stats()
 					r.ByPath()
-					r.Contains(s, p, Data)
+					r.Contains(s, p, vocab.WatcherData)
 				}
 			}
 		}()
@@ -156,13 +156,13 @@ func TestConcurrentMixed(t *testing.T) {
 				case 2:
 					r.AddChild(s, p)
 				case 3:
-					if err := r.AddWatch(s, p, AddWatchMode(i/8%2)); err != nil {
+					if err := r.AddWatch(s, p, vocab.AddWatchMode(i/8%2)); err != nil {
 						t.Error(err)
 					}
 				case 4:
-					r.Remove(s, p, WatcherType(1+i/8%5))
+					r.Remove(s, p, vocab.WatcherType(1+i/8%5))
 				case 5:
-					r.Contains(s, p, Any)
+					r.Contains(s, p, vocab.WatcherAny)
 					r.BySession()
 				case 6:
 					typ := vocab.EventType(1 + i/8%4)

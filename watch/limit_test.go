@@ -28,16 +28,16 @@ func TestLimitPerSession(t *testing.T) {
 	}
 	mustAdd("data /a", r.AddData(1, "/a"))
 	mustAdd("child /a", r.AddChild(1, "/a"))
-	mustAdd("persistent /b", r.AddWatch(1, "/b", ModePersistent))
+	mustAdd("persistent /b", r.AddWatch(1, "/b", vocab.AddWatchPersistent))
 	refused("data /c", r.AddData(1, "/c"))
-	refused("recursive /b", r.AddWatch(1, "/b", ModePersistentRecursive))
+	refused("recursive /b", r.AddWatch(1, "/b", vocab.AddWatchPersistentRecursive))
 	refused("asOf child /c", func() error { _, err := r.AddChildAsOf(1, "/c", 0); return err }())
 	// Held already: not a new watch.
 	mustAdd("data /a again", r.AddData(1, "/a"))
-	mustAdd("persistent /b again", r.AddWatch(1, "/b", ModePersistent))
+	mustAdd("persistent /b again", r.AddWatch(1, "/b", vocab.AddWatchPersistent))
 	mustAdd("another session", r.AddData(2, "/c"))
-	if r.Contains(1, "/c", Any) || r.Len() != 4 {
-		t.Fatalf("after refusals: /c watched %v, Len %d; want false, 4", r.Contains(1, "/c", Any), r.Len())
+	if r.Contains(1, "/c", vocab.WatcherAny) || r.Len() != 4 {
+		t.Fatalf("after refusals: /c watched %v, Len %d; want false, 4", r.Contains(1, "/c", vocab.WatcherAny), r.Len())
 	}
 
 	// A fired one-shot watch frees its place: the whole path at once (the
@@ -46,7 +46,7 @@ func TestLimitPerSession(t *testing.T) {
 	mustAdd("data /c after /a fired", r.AddData(1, "/c"))
 	refused("data /d", r.AddData(1, "/d"))
 	// ... or one kind among survivors (the persistent watch stays).
-	mustAdd("data /b", func() error { r.Remove(1, "/c", Data); return r.AddData(1, "/b") }())
+	mustAdd("data /b", func() error { r.Remove(1, "/c", vocab.WatcherData); return r.AddData(1, "/b") }())
 	r.Trigger(fsm.Trigger{Path: "/b", Type: vocab.EventNodeDataChanged, Zxid: 2})
 	mustAdd("data /d after /b's one-shot fired", r.AddData(1, "/d"))
 	refused("data /e", r.AddData(1, "/e"))
@@ -77,8 +77,8 @@ func TestReattachLimit(t *testing.T) {
 	if len(events) != 1 || events[0].Path != "/a" || events[0].Type != vocab.EventNodeDataChanged {
 		t.Fatalf("events %+v, want NodeDataChanged /a", events)
 	}
-	if !g.r.Contains(7, "/b", Data) || !g.r.Contains(7, "/missing", Data) || g.r.Contains(7, "/b", Children) ||
-		g.r.Contains(7, "/p", Persistent) || g.r.Contains(7, "/missing", Persistent) || g.r.Len() != 2 {
+	if !g.r.Contains(7, "/b", vocab.WatcherData) || !g.r.Contains(7, "/missing", vocab.WatcherData) || g.r.Contains(7, "/b", vocab.WatcherChildren) ||
+		g.r.Contains(7, "/p", vocab.WatcherPersistent) || g.r.Contains(7, "/missing", vocab.WatcherPersistent) || g.r.Len() != 2 {
 		t.Fatalf("registered %v, want data watches on /b and /missing only", g.r.BySession())
 	}
 }

@@ -128,9 +128,9 @@ func TestAgainstModel(t *testing.T) {
 						case kChild:
 							r.AddChild(s, p)
 						case kPersistent:
-							r.AddWatch(s, p, ModePersistent)
+							r.AddWatch(s, p, vocab.AddWatchPersistent)
 						case kRecursive:
-							r.AddWatch(s, p, ModePersistentRecursive)
+							r.AddWatch(s, p, vocab.AddWatchPersistentRecursive)
 						}
 						m.add(s, p, k)
 					case op < 15:
@@ -141,11 +141,11 @@ func TestAgainstModel(t *testing.T) {
 						}
 						sameEvents(t, fmt.Sprintf("op %d/%d trigger %+v", phase, i, tr), r.Trigger(tr), m.trigger(tr))
 					case op < 17:
-						p, w := pick(), WatcherType(rng.IntN(7))
-						if got, want := r.Contains(s, p, w), m[p][s]&w.mask() != 0; got != want {
+						p, w := pick(), vocab.WatcherType(rng.IntN(7))
+						if got, want := r.Contains(s, p, w), m[p][s]&maskOf(w) != 0; got != want {
 							t.Fatalf("op %d/%d: Contains(%d, %s, %v) = %v", phase, i, s, p, w, got)
 						}
-						if got, want := r.Remove(s, p, w), m.drop(s, p, w.mask()); got != want {
+						if got, want := r.Remove(s, p, w), m.drop(s, p, maskOf(w)); got != want {
 							t.Fatalf("op %d/%d: Remove(%d, %s, %v) = %v", phase, i, s, p, w, got)
 						}
 					case op < 18:

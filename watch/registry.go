@@ -23,45 +23,6 @@ type Event struct {
 	Zxid    int64 // the change's zxid, or NoZxid
 }
 
-// AddWatchMode is the mode of ZooKeeper's addWatch request (AddWatchMode).
-type AddWatchMode int32
-
-const (
-	ModePersistent          AddWatchMode = 0
-	ModePersistentRecursive AddWatchMode = 1
-)
-
-// WatcherType selects watches in removeWatches and checkWatches, with
-// ZooKeeper's numbers (Watcher.WatcherType; 4 and 5 since 3.9).
-type WatcherType int32
-
-const (
-	Children            WatcherType = 1 // one-shot child watches
-	Data                WatcherType = 2 // one-shot data watches (getData, exists)
-	Any                 WatcherType = 3 // every kind
-	Persistent          WatcherType = 4 // persistent watches
-	PersistentRecursive WatcherType = 5 // persistent-recursive watches
-)
-
-// Valid reports whether t is one of ZooKeeper's watcher types.
-func (t WatcherType) Valid() bool { return t >= Children && t <= PersistentRecursive }
-
-func (t WatcherType) String() string {
-	switch t {
-	case Children:
-		return "Children"
-	case Data:
-		return "Data"
-	case Any:
-		return "Any"
-	case Persistent:
-		return "Persistent"
-	case PersistentRecursive:
-		return "PersistentRecursive"
-	}
-	return fmt.Sprintf("WatcherType(%d)", int32(t))
-}
-
 // Errors returned by the registry.
 var (
 	// ErrBadMode: an addWatch mode other than 0 and 1.
@@ -85,19 +46,19 @@ const (
 	kAll = kData | kChild | kPersistent | kRecursive
 )
 
-// mask is the set of kinds t selects (ZooKeeper 3.9's DataTree.removeWatch
+// maskOf is the set of kinds t selects (ZooKeeper 3.9's DataTree.removeWatch
 // and containsWatcher: Children and Data match only one-shot watches).
-func (t WatcherType) mask() kind {
+func maskOf(t vocab.WatcherType) kind {
 	switch t {
-	case Children:
+	case vocab.WatcherChildren:
 		return kChild
-	case Data:
+	case vocab.WatcherData:
 		return kData
-	case Any:
+	case vocab.WatcherAny:
 		return kAll
-	case Persistent:
+	case vocab.WatcherPersistent:
 		return kPersistent
-	case PersistentRecursive:
+	case vocab.WatcherPersistentRecursive:
 		return kRecursive
 	}
 	return 0
@@ -178,12 +139,12 @@ func (r *Registry) AddChild(session int64, path string) error {
 // AddWatch registers a persistent (mode 0) or persistent-recursive (mode 1)
 // watch, as ZooKeeper's addWatch. It fires nothing at once. It fails with
 // ErrBadMode or ErrTooManyWatches.
-func (r *Registry) AddWatch(session int64, path string, mode AddWatchMode) error {
+func (r *Registry) AddWatch(session int64, path string, mode vocab.AddWatchMode) error {
 	var k kind
 	switch mode {
-	case ModePersistent:
+	case vocab.AddWatchPersistent:
 		k = kPersistent
-	case ModePersistentRecursive:
+	case vocab.AddWatchPersistentRecursive:
 		k = kRecursive
 	default:
 		return fmt.Errorf("%w: %d", ErrBadMode, int32(mode))
@@ -217,7 +178,7 @@ func (r *Registry) RemoveSession(session int64) {
 // one-shot watches; a persistent watch goes with Persistent or Any, a
 // recursive one with PersistentRecursive or Any. An invalid which matches
 // nothing.
-func (r *Registry) Remove(session int64, path string, which WatcherType) bool {
+func (r *Registry) Remove(session int64, path string, which vocab.WatcherType) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	id, e := r.lookup(path)
@@ -225,7 +186,7 @@ func (r *Registry) Remove(session int64, path string, which WatcherType) bool {
 		return false
 	}
 	k := r.kindsOf(e, session)
-	c := k & which.mask()
+	c := k & maskOf(which)
 	if c == 0 {
 		return false
 	}
@@ -236,11 +197,11 @@ func (r *Registry) Remove(session int64, path string, which WatcherType) bool {
 
 // Contains reports whether the session holds a watch on path that which
 // selects (checkWatches), with Remove's matching rules.
-func (r *Registry) Contains(session int64, path string, which WatcherType) bool {
+func (r *Registry) Contains(session int64, path string, which vocab.WatcherType) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	_, e := r.lookup(path)
-	return e != nil && r.kindsOf(e, session)&which.mask() != 0
+	return e != nil && r.kindsOf(e, session)&maskOf(which) != 0
 }
 
 // Stats returns the numbers of the four-letter word wchs: sessions with at

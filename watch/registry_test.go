@@ -40,11 +40,11 @@ func register(t *testing.T, r *Registry, regs ...reg) {
 			case 'c':
 				r.AddChild(g.s, g.p)
 			case 'p':
-				if err := r.AddWatch(g.s, g.p, ModePersistent); err != nil {
+				if err := r.AddWatch(g.s, g.p, vocab.AddWatchPersistent); err != nil {
 					t.Fatal(err)
 				}
 			case 'r':
-				if err := r.AddWatch(g.s, g.p, ModePersistentRecursive); err != nil {
+				if err := r.AddWatch(g.s, g.p, vocab.AddWatchPersistentRecursive); err != nil {
 					t.Fatal(err)
 				}
 			default:
@@ -390,7 +390,7 @@ func TestAddIsIdempotentAndKindsCoexist(t *testing.T) {
 
 func TestAddWatchBadMode(t *testing.T) {
 	r := New()
-	for _, m := range []AddWatchMode{-1, 2, 3} {
+	for _, m := range []vocab.AddWatchMode{-1, 2, 3} {
 		if err := r.AddWatch(1, "/a", m); err == nil {
 			t.Errorf("AddWatch mode %d: no error", m)
 		}
@@ -408,7 +408,7 @@ func TestManySessionsOrdered(t *testing.T) {
 		s := int64((i*7919)%n) - 250
 		if i%2 == 0 {
 			r.AddData(s, "/hot")
-		} else if err := r.AddWatch(s, "/", ModePersistentRecursive); err != nil {
+		} else if err := r.AddWatch(s, "/", vocab.AddWatchPersistentRecursive); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,39 +13,40 @@ import (
 	"testing"
 
 	"coord/fsm"
+	"coord/vocab"
 )
 
 func TestRemove(t *testing.T) {
 	tests := []struct {
 		kinds string // what session 1 holds on /a
-		which WatcherType
+		which vocab.WatcherType
 		want  bool
 		left  []string
 	}{
-		{"d", Data, true, nil},
-		{"d", Children, false, []string{"1 /a d"}},
-		{"d", Any, true, nil},
-		{"d", Persistent, false, []string{"1 /a d"}},
-		{"c", Children, true, nil},
-		{"c", Data, false, []string{"1 /a c"}},
-		{"c", Any, true, nil},
-		{"p", Data, false, []string{"1 /a p"}},
-		{"p", Children, false, []string{"1 /a p"}},
-		{"p", Persistent, true, nil},
-		{"p", PersistentRecursive, false, []string{"1 /a p"}},
-		{"p", Any, true, nil},
-		{"r", Data, false, []string{"1 /a r"}},
-		{"r", Children, false, []string{"1 /a r"}},
-		{"r", Persistent, false, []string{"1 /a r"}},
-		{"r", PersistentRecursive, true, nil},
-		{"r", Any, true, nil},
-		{"dp", Data, true, []string{"1 /a p"}},
-		{"dp", Persistent, true, []string{"1 /a d"}},
-		{"dc", Children, true, []string{"1 /a d"}},
-		{"dcpr", Any, true, nil},
-		{"dcpr", PersistentRecursive, true, []string{"1 /a dcp"}},
-		{"dcpr", WatcherType(0), false, []string{"1 /a dcpr"}},
-		{"dcpr", WatcherType(6), false, []string{"1 /a dcpr"}},
+		{"d", vocab.WatcherData, true, nil},
+		{"d", vocab.WatcherChildren, false, []string{"1 /a d"}},
+		{"d", vocab.WatcherAny, true, nil},
+		{"d", vocab.WatcherPersistent, false, []string{"1 /a d"}},
+		{"c", vocab.WatcherChildren, true, nil},
+		{"c", vocab.WatcherData, false, []string{"1 /a c"}},
+		{"c", vocab.WatcherAny, true, nil},
+		{"p", vocab.WatcherData, false, []string{"1 /a p"}},
+		{"p", vocab.WatcherChildren, false, []string{"1 /a p"}},
+		{"p", vocab.WatcherPersistent, true, nil},
+		{"p", vocab.WatcherPersistentRecursive, false, []string{"1 /a p"}},
+		{"p", vocab.WatcherAny, true, nil},
+		{"r", vocab.WatcherData, false, []string{"1 /a r"}},
+		{"r", vocab.WatcherChildren, false, []string{"1 /a r"}},
+		{"r", vocab.WatcherPersistent, false, []string{"1 /a r"}},
+		{"r", vocab.WatcherPersistentRecursive, true, nil},
+		{"r", vocab.WatcherAny, true, nil},
+		{"dp", vocab.WatcherData, true, []string{"1 /a p"}},
+		{"dp", vocab.WatcherPersistent, true, []string{"1 /a d"}},
+		{"dc", vocab.WatcherChildren, true, []string{"1 /a d"}},
+		{"dcpr", vocab.WatcherAny, true, nil},
+		{"dcpr", vocab.WatcherPersistentRecursive, true, []string{"1 /a dcp"}},
+		{"dcpr", vocab.WatcherType(0), false, []string{"1 /a dcpr"}},
+		{"dcpr", vocab.WatcherType(6), false, []string{"1 /a dcpr"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.kinds+"/"+tc.which.String(), func(t *testing.T) {
@@ -75,7 +76,7 @@ func TestRemove(t *testing.T) {
 func TestRemoveAndContainsAreScoped(t *testing.T) {
 	r := New()
 	register(t, r, reg{2, "/a", "dcpr"}, reg{1, "/a/b", "dcpr"}, reg{1, "/", "r"})
-	for _, w := range []WatcherType{Children, Data, Any, Persistent, PersistentRecursive} {
+	for _, w := range []vocab.WatcherType{vocab.WatcherChildren, vocab.WatcherData, vocab.WatcherAny, vocab.WatcherPersistent, vocab.WatcherPersistentRecursive} {
 		if r.Contains(1, "/a", w) {
 			t.Errorf("Contains(1, /a, %v): true for session 2's or a neighbour's watch", w)
 		}
@@ -92,7 +93,7 @@ func TestRemoveAndContainsAreScoped(t *testing.T) {
 func TestRemoveRecursiveStopsDescendants(t *testing.T) {
 	r := New()
 	register(t, r, reg{1, "/a", "r"})
-	if !r.Remove(1, "/a", PersistentRecursive) {
+	if !r.Remove(1, "/a", vocab.WatcherPersistentRecursive) {
 		t.Fatal("Remove = false")
 	}
 	if got := r.Trigger(fsm.Trigger{Path: "/a/b", Type: created, Zxid: 1}); got != nil {
@@ -161,9 +162,9 @@ func TestIntrospection(t *testing.T) {
 }
 
 func TestWatcherType(t *testing.T) {
-	for w, name := range map[WatcherType]string{
-		Children: "Children", Data: "Data", Any: "Any", Persistent: "Persistent",
-		PersistentRecursive: "PersistentRecursive", 0: "WatcherType(0)", 6: "WatcherType(6)",
+	for w, name := range map[vocab.WatcherType]string{
+		vocab.WatcherChildren: "Children", vocab.WatcherData: "Data", vocab.WatcherAny: "Any", vocab.WatcherPersistent: "Persistent",
+		vocab.WatcherPersistentRecursive: "PersistentRecursive", 0: "WatcherType(0)", 6: "WatcherType(6)",
 	} {
 		if w.String() != name {
 			t.Errorf("%d.String() = %q, want %q", int32(w), w.String(), name)
@@ -173,10 +174,10 @@ func TestWatcherType(t *testing.T) {
 		}
 	}
 	// ZooKeeper's numbers are wire values.
-	if Children != 1 || Data != 2 || Any != 3 || Persistent != 4 || PersistentRecursive != 5 {
+	if vocab.WatcherChildren != 1 || vocab.WatcherData != 2 || vocab.WatcherAny != 3 || vocab.WatcherPersistent != 4 || vocab.WatcherPersistentRecursive != 5 {
 		t.Error("WatcherType numbers differ from ZooKeeper's")
 	}
-	if ModePersistent != 0 || ModePersistentRecursive != 1 {
+	if vocab.AddWatchPersistent != 0 || vocab.AddWatchPersistentRecursive != 1 {
 		t.Error("AddWatchMode numbers differ from ZooKeeper's")
 	}
 }
@@ -208,7 +209,7 @@ func TestSessionIndexStaysBounded(t *testing.T) {
 	if c, p, n := r.Stats(); c != 1 || p != 1 || n != 1 {
 		t.Errorf("Stats = %d %d %d, want 1 1 1", c, p, n)
 	}
-	r.Remove(1, "/keep", Children)
+	r.Remove(1, "/keep", vocab.WatcherChildren)
 	if c, _, _ := r.Stats(); c != 0 {
 		t.Errorf("Stats counts a session with no watch left")
 	}

@@ -142,7 +142,7 @@ type EventType int32
 
 // ZooKeeper's EventType values.
 const (
-	EventNone                   EventType = -1
+	EventNone                   EventType = EventType(vocab.EventNone)
 	EventNodeCreated            EventType = EventType(vocab.EventNodeCreated)
 	EventNodeDeleted            EventType = EventType(vocab.EventNodeDeleted)
 	EventNodeDataChanged        EventType = EventType(vocab.EventNodeDataChanged)
@@ -167,28 +167,6 @@ func (t EventType) String() string {
 	}
 	return "EventType(" + strconv.Itoa(int(t)) + ")"
 }
-
-// WatcherType is the type field of CheckWatchesRequest and
-// RemoveWatchesRequest (Watcher.WatcherType).
-type WatcherType int32
-
-// ZooKeeper's WatcherType values.
-const (
-	WatcherChildren            WatcherType = 1
-	WatcherData                WatcherType = 2
-	WatcherAny                 WatcherType = 3
-	WatcherPersistent          WatcherType = 4
-	WatcherPersistentRecursive WatcherType = 5
-)
-
-// AddWatchMode is the mode field of AddWatchRequest (ZooDefs.AddWatchModes).
-type AddWatchMode int32
-
-// ZooKeeper's AddWatchModes.
-const (
-	AddWatchPersistent          AddWatchMode = 0
-	AddWatchPersistentRecursive AddWatchMode = 1
-)
 
 // CodeOf maps an error to the code to put in a ReplyHeader: OK for nil, the
 // vocab.Code carried by a *vocab.Error or vocab.Code, MarshallingError for a

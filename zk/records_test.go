@@ -67,9 +67,9 @@ func samples() []Record {
 			ChildWatches: []string{}},
 		&SetWatches2{RelativeZxid: 3, DataWatches: []string{"/d"}, ExistWatches: []string{}, ChildWatches: []string{"/c"},
 			PersistentWatches: []string{"/p"}, PersistentRecursiveWatches: []string{"/r", "/r2"}},
-		&AddWatchRequest{Path: "/p", Mode: AddWatchPersistentRecursive},
-		&CheckWatchesRequest{Path: "/w", Type: WatcherData},
-		&RemoveWatchesRequest{Path: "/w", Type: WatcherAny},
+		&AddWatchRequest{Path: "/p", Mode: vocab.AddWatchPersistentRecursive},
+		&CheckWatchesRequest{Path: "/w", Type: vocab.WatcherData},
+		&RemoveWatchesRequest{Path: "/w", Type: vocab.WatcherAny},
 		&MultiHeader{Type: OpCreate, Done: false, Err: -1},
 		&MultiRequest{Ops: []MultiOp{
 			{Type: OpCreate, Path: "/m1", Data: []byte("d"), ACL: testACL, Flags: vocab.ModePersistent},

@@ -1,5 +1,7 @@
 package zk
 
+import "coord/vocab"
+
 // The watch management requests. A watch is set by exists/getData/
 // getChildren with Watch true, by addWatch, or re-registered by SetWatches
 // after a reconnect; only addWatch has a response body.
@@ -65,7 +67,7 @@ func (r *SetWatches2) Decode(d *Decoder) error {
 // addWatch). ZooKeeper answers it with an ErrorResponse{OK} body.
 type AddWatchRequest struct {
 	Path string
-	Mode AddWatchMode
+	Mode vocab.AddWatchMode
 }
 
 func (r *AddWatchRequest) Encode(e *Encoder) {
@@ -75,7 +77,7 @@ func (r *AddWatchRequest) Encode(e *Encoder) {
 
 func (r *AddWatchRequest) Decode(d *Decoder) error {
 	r.Path = d.UString()
-	r.Mode = AddWatchMode(d.Int32())
+	r.Mode = vocab.AddWatchMode(d.Int32())
 	return d.Err()
 }
 
@@ -83,7 +85,7 @@ func (r *AddWatchRequest) Decode(d *Decoder) error {
 // (op checkWatches); the answer is OK or NoWatcher, without a body.
 type CheckWatchesRequest struct {
 	Path string
-	Type WatcherType
+	Type vocab.WatcherType
 }
 
 func (r *CheckWatchesRequest) Encode(e *Encoder) {
@@ -93,7 +95,7 @@ func (r *CheckWatchesRequest) Encode(e *Encoder) {
 
 func (r *CheckWatchesRequest) Decode(d *Decoder) error {
 	r.Path = d.UString()
-	r.Type = WatcherType(d.Int32())
+	r.Type = vocab.WatcherType(d.Int32())
 	return d.Err()
 }
 
@@ -101,7 +103,7 @@ func (r *CheckWatchesRequest) Decode(d *Decoder) error {
 // removeWatches); the answer is OK or NoWatcher, without a body.
 type RemoveWatchesRequest struct {
 	Path string
-	Type WatcherType
+	Type vocab.WatcherType
 }
 
 func (r *RemoveWatchesRequest) Encode(e *Encoder) {
@@ -111,6 +113,6 @@ func (r *RemoveWatchesRequest) Encode(e *Encoder) {
 
 func (r *RemoveWatchesRequest) Decode(d *Decoder) error {
 	r.Path = d.UString()
-	r.Type = WatcherType(d.Int32())
+	r.Type = vocab.WatcherType(d.Int32())
 	return d.Err()
 }

@@ -212,9 +212,9 @@ func (a *Conn) AddWatch(ctx context.Context, path string, recursive bool) (<-cha
 
 // RemoveWatch implements recipes.Conn.
 func (a *Conn) RemoveWatch(ctx context.Context, path string, recursive bool) error {
-	which := client.WatcherPersistent
+	which := vocab.WatcherPersistent
 	if recursive {
-		which = client.WatcherPersistentRecursive
+		which = vocab.WatcherPersistentRecursive
 	}
 	err := a.c.RemoveWatches(ctx, path, which)
 	if errors.Is(err, vocab.NoWatcher) {

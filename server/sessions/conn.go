@@ -258,7 +258,7 @@ func (c *Conn) sessionClosed() {
 	if byClient {
 		return
 	}
-	c.event(&Event{Type: eventNone, State: vocab.StateExpired})
+	c.event(&Event{Type: vocab.EventNone, State: vocab.StateExpired})
 	c.Shut(fmt.Errorf("session 0x%x expired", c.id))
 }
 

@@ -17,8 +17,8 @@ import (
 // records pass through the other.
 //
 // Data follows ZooKeeper's rule everywhere in them: nil is null data, which
-// ZooKeeper keeps apart from empty data; WireData reads a wire's pair of
-// bytes and null flag into that form.
+// ZooKeeper keeps apart from empty data (api.DataFromAPI reads protobuf's
+// pair of bytes and null flag into that form).
 
 // Request is one client Request as the session layer takes it. Which
 // fields count depends on kind.
@@ -40,8 +40,8 @@ type Request struct {
 	Path  string // the node of a read, sync or watch call; getEphemerals' prefix
 	Watch bool   // getData, exists, getChildren: leave a watch
 
-	WatcherType watch.WatcherType  // removeWatches, checkWatches
-	WatchMode   watch.AddWatchMode // addWatch
+	WatcherType vocab.WatcherType  // removeWatches, checkWatches
+	WatchMode   vocab.AddWatchMode // addWatch
 	Reads       []ReadOp           // multiRead
 	Scheme      string             // auth
 	Auth        []byte             // auth
@@ -135,12 +135,8 @@ type ClientInfo struct {
 	User   string
 }
 
-// eventNone is ZooKeeper's event type of a session state change (None),
-// which concerns no node.
-const eventNone vocab.EventType = -1
-
 // Event is a notification to the session: a watch that fired, or (type
-// eventNone) a change of the session's state.
+// vocab.EventNone) a change of the session's state.
 type Event struct {
 	Type  vocab.EventType
 	State vocab.KeeperState
@@ -191,19 +187,6 @@ func stringsSize(ss []string) int {
 		n += 4 + len(s)
 	}
 	return n
-}
-
-// WireData is data sent with a null flag (as protobuf carries it) in the
-// session layer's form: nil if null, else never nil (empty data stays
-// empty, not null).
-func WireData(data []byte, null bool) []byte {
-	if null {
-		return nil
-	}
-	if data == nil {
-		return []byte{}
-	}
-	return data
 }
 
 // ConnectRequest asks to create a session (sessionID 0) or re-attach one.

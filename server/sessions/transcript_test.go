@@ -562,9 +562,9 @@ func (w *world) request(op string, args []string) (*Request, string) {
 		req.Kind = OpAddWatch
 		switch {
 		case flags["persistent"]:
-			req.WatchMode = watch.ModePersistent
+			req.WatchMode = vocab.AddWatchPersistent
 		case flags["recursive"]:
-			req.WatchMode = watch.ModePersistentRecursive
+			req.WatchMode = vocab.AddWatchPersistentRecursive
 		default:
 			w.fatalf("usage: addWatch <path> persistent|recursive")
 		}
@@ -573,8 +573,8 @@ func (w *world) request(op string, args []string) (*Request, string) {
 		if op == "checkWatches" {
 			req.Kind = OpCheckWatches
 		}
-		types := map[string]watch.WatcherType{"children": watch.Children, "data": watch.Data, "any": watch.Any,
-			"persistent": watch.Persistent, "recursive": watch.PersistentRecursive}
+		types := map[string]vocab.WatcherType{"children": vocab.WatcherChildren, "data": vocab.WatcherData, "any": vocab.WatcherAny,
+			"persistent": vocab.WatcherPersistent, "recursive": vocab.WatcherPersistentRecursive}
 		if len(args) != 1 || types[args[0]] == 0 {
 			w.fatalf("usage: %s <path> children|data|any|persistent|recursive", op)
 		}
@@ -870,7 +870,7 @@ func (w *world) waitEnded() {
 func (w *world) formatMessage(tc *tconn, m Message) string {
 	switch m := m.(type) {
 	case *Event:
-		if m.Type == eventNone {
+		if m.Type == vocab.EventNone {
 			return "event " + m.State.String()
 		}
 		s := fmt.Sprintf("event %v %s", m.Type, m.Path)

@@ -127,11 +127,11 @@ func translate(h zk.RequestHeader, body zk.Record, decodeErr error, arrived time
 			}
 		}
 	case *zk.CheckWatchesRequest:
-		req.Path, req.WatcherType = b.Path, watch.WatcherType(b.Type)
+		req.Path, req.WatcherType = b.Path, vocab.WatcherType(b.Type)
 	case *zk.RemoveWatchesRequest:
-		req.Path, req.WatcherType = b.Path, watch.WatcherType(b.Type)
+		req.Path, req.WatcherType = b.Path, vocab.WatcherType(b.Type)
 	case *zk.AddWatchRequest:
-		req.Path, req.WatchMode = b.Path, watch.AddWatchMode(b.Mode)
+		req.Path, req.WatchMode = b.Path, vocab.AddWatchMode(b.Mode)
 	case *zk.AuthPacket:
 		req.Scheme, req.Auth = b.Scheme, b.Auth
 	case *zk.SetWatches:
