@@ -138,7 +138,7 @@ var offDiagram = map[string]row{
 	"cmd/watchmem":   {imports: []string{"vocab", "internal/zkproc", "internal/fourletter", "internal/freeport"}},
 	"deploy":         {testOnly: true}, // the docker-compose tests (Dockerfile, docker-compose.yml); no coord package
 	// the attack suite: real coord processes tried as a stranger on every port (docs/security.md)
-	"internal/attack": {testOnly: true, tests: []string{"server", "server/replica", "api", "client", "vocab", "internal/testpki"}},
+	"internal/attack": {testOnly: true, tests: []string{"server", "server/replica", "api", "client", "vocab", "internal/testpki", "internal/fourletter"}},
 	// the pages' command blocks run as scripts against coord processes (README.md, docs/)
 	"internal/doctest": {testOnly: true},
 	// an in-memory network of named hosts: whole clusters in one process, no TCP between servers (issue 29)
@@ -185,7 +185,7 @@ var testExtras = map[string][]string{
 	// its tests ask servers four-letter words and start servers on free
 	// ports; its cluster helper (testcluster_test.go) uses the test-only
 	// leaves.
-	"server": {"internal/fourletter", "internal/freeport", "internal/testpki", "internal/watchdog"},
+	"server": {"internal/fourletter", "internal/freeport", "internal/testpki", "internal/watchdog", "internal/memnet"},
 	// recipes' tests run each recipe through both adapters, on an in-process
 	// coord cluster and on Apache ZooKeeper.
 	"recipes": {"server", "client", "recipes/coordconn", "recipes/zkconn", "internal/zkproc", "internal/testcluster", "internal/watchdog"},

@@ -1,7 +1,6 @@
 package attack_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/sha1"
@@ -36,6 +35,7 @@ import (
 
 	"coord/api"
 	"coord/client"
+	"coord/internal/fourletter"
 	"coord/internal/testpki"
 	"coord/server"
 	"coord/server/replica"
@@ -970,20 +970,16 @@ func (c *cluster) dialZK(ctx context.Context, addr string) (net.Conn, error) {
 func (c *cluster) fourLetter(addr, word string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	conn, err := c.dialZK(ctx, addr)
-	if err != nil {
-		return "", err
+	var conf *tls.Config
+	if c.mode == "tls" {
+		conf = c.clientTLS()
+		conf.ServerName = "127.0.0.1"
 	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := conn.Write([]byte(word)); err != nil {
-		return "", err
-	}
-	b, err := io.ReadAll(bufio.NewReader(conn))
-	if len(b) > 0 {
+	out, err := fourletter.Ask(ctx, addr, word, fourletter.Options{TLS: conf})
+	if out != "" {
 		err = nil
 	}
-	return string(b), err
+	return out, err
 }
 
 func (c *cluster) zkConn(t *testing.T, addr string) *zk.Conn {

@@ -37,6 +37,6 @@
 // sides: runs of blanks become one (tables), and values that differ from run
 // to run become placeholders: dates and times, zxids and session ids (hex of
 // six digits or more, decimals of ten or more), SHA-256 digests (a state's
-// digest holds its times), durations and sizes in kB or more. In a page, "..." inside a line matches any text, and a line that is
+// digest holds its times), durations, sizes in kB or more and counts of bytes. In a page, "..." inside a line matches any text, and a line that is
 // only "..." matches any number of lines.
 package doctest

@@ -302,6 +302,9 @@ var normalizers = []struct {
 	{regexp.MustCompile(`\b\d{10,}\b`), "<n>"},
 	{regexp.MustCompile(`\b\d+(\.\d+)?(ns|µs|us|ms|s|m|h)\b`), "<dur>"},
 	{regexp.MustCompile(`\b\d+(\.\d+)? ?(kB|KB|MB|GB|KiB|MiB|GiB)\b`), "<size>"},
+	// a snapshot's bytes: whether a session was still open when it was taken
+	// changes it by a few dozen
+	{regexp.MustCompile(`\b\d+ bytes\b`), "<n> bytes"},
 	{regexp.MustCompile(`\s+`), " "},
 }
 

@@ -135,10 +135,3 @@ func (c *logCache) IsMonotonic() bool {
 	m, ok := c.LogStore.(raft.MonotonicLogStore)
 	return ok && m.IsMonotonic()
 }
-
-// cachedBytes reports the data bytes the cache holds.
-func (c *logCache) cachedBytes() int {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.bytes
-}

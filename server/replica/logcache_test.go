@@ -151,3 +151,10 @@ func TestLogCacheStoresLargeBatchesInChunks(t *testing.T) {
 		t.Fatalf("1024 entries of 150 bytes went in %d appends, want 1", len(store.batches))
 	}
 }
+
+// cachedBytes reports the data bytes the cache holds.
+func (c *logCache) cachedBytes() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.bytes
+}
