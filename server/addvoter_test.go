@@ -16,7 +16,7 @@ import (
 // others learn from it (issue 27 item 4: before, no other server could open
 // a session, "server: no leader", and coordctl could not find the leader).
 func TestAddVoterByRaftAddressThenLead(t *testing.T) {
-	c := NewTestClusterWith(t, 3, 0, withAdmin)
+	c := NewTestClusterWith(t, 3, 0, func(cfg *Config) { onTCP(cfg); withAdmin(cfg) }) // s4 joins by its real address
 	cfg := testConfig(t, "s4")
 	withAdmin(&cfg)
 	c.start(cfg)

@@ -19,7 +19,8 @@ import (
 func reconfigTestCluster(t *testing.T, voters int) (*TestCluster, string) {
 	t.Helper()
 	super := gozk.DigestACL(gozk.PermAll, "super", "secret")[0].ID
-	c := NewTestClusterWith(t, voters, 0, func(cfg *Config) { cfg.SuperDigest = super })
+	// Reconfig names real addresses: raft over TCP.
+	c := NewTestClusterWith(t, voters, 0, func(cfg *Config) { onTCP(cfg); cfg.SuperDigest = super })
 	return c, super
 }
 

@@ -304,17 +304,19 @@ func writeAndCompact(t *testing.T, c *TestCluster) func() {
 
 // Issue 12, defect 1: on one node, and on a cluster restarting a follower
 // and the leader.
+// The restart tests run on the real network and disk (onTCP): a restart is
+// from what the stores hold on disk.
 func TestRestartSingleNodeNewClientsGetTheirOwnResults(t *testing.T) {
-	checkRestart(t, NewTestCluster(t, 1, 0), 0, nil)
+	checkRestart(t, NewTestClusterWith(t, 1, 0, onTCP), 0, nil)
 }
 
 func TestRestartFollowerNewClientsGetTheirOwnResults(t *testing.T) {
-	c := NewTestCluster(t, 3, 0)
+	c := NewTestClusterWith(t, 3, 0, onTCP)
 	checkRestart(t, c, (c.Leader()+1)%3, nil)
 }
 
 func TestRestartLeaderNewClientsGetTheirOwnResults(t *testing.T) {
-	c := NewTestCluster(t, 3, 0)
+	c := NewTestClusterWith(t, 3, 0, onTCP)
 	checkRestart(t, c, c.Leader(), nil)
 }
 
@@ -322,17 +324,17 @@ func TestRestartLeaderNewClientsGetTheirOwnResults(t *testing.T) {
 // at restart, a follower that must install the leader's snapshot while its
 // new clients' requests are in flight, and the leader.
 func TestRestartSingleNodeFromSnapshot(t *testing.T) {
-	c := NewTestClusterWith(t, 1, 0, snapshotOften)
+	c := NewTestClusterWith(t, 1, 0, func(cfg *Config) { onTCP(cfg); snapshotOften(cfg) })
 	checkRestart(t, c, 0, func() {})
 }
 
 func TestRestartFollowerInstallsSnapshot(t *testing.T) {
-	c := NewTestClusterWith(t, 3, 0, snapshotOften)
+	c := NewTestClusterWith(t, 3, 0, func(cfg *Config) { onTCP(cfg); snapshotOften(cfg) })
 	checkRestart(t, c, (c.Leader()+1)%3, writeAndCompact(t, c))
 }
 
 func TestRestartLeaderFromSnapshot(t *testing.T) {
-	c := NewTestClusterWith(t, 3, 0, snapshotOften)
+	c := NewTestClusterWith(t, 3, 0, func(cfg *Config) { onTCP(cfg); snapshotOften(cfg) })
 	checkRestart(t, c, c.Leader(), writeAndCompact(t, c))
 }
 
@@ -356,19 +358,19 @@ func checkStoreDirs(t *testing.T, c *TestCluster, kind string) {
 }
 
 func TestRestartLeaderNewClientsGetTheirOwnResultsBolt(t *testing.T) {
-	c := NewTestClusterWith(t, 3, 0, boltStore)
+	c := NewTestClusterWith(t, 3, 0, func(cfg *Config) { onTCP(cfg); boltStore(cfg) })
 	checkRestart(t, c, c.Leader(), nil)
 	checkStoreDirs(t, c, "bolt")
 }
 
 func TestRestartFollowerInstallsSnapshotBolt(t *testing.T) {
-	c := NewTestClusterWith(t, 3, 0, func(cfg *Config) { snapshotOften(cfg); boltStore(cfg) })
+	c := NewTestClusterWith(t, 3, 0, func(cfg *Config) { onTCP(cfg); snapshotOften(cfg); boltStore(cfg) })
 	checkRestart(t, c, (c.Leader()+1)%3, writeAndCompact(t, c))
 	checkStoreDirs(t, c, "bolt")
 }
 
 func TestRestartDefaultStoreIsWAL(t *testing.T) {
-	c := NewTestCluster(t, 1, 0)
+	c := NewTestClusterWith(t, 1, 0, onTCP)
 	checkRestart(t, c, 0, nil)
 	checkStoreDirs(t, c, "wal")
 }

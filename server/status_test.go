@@ -96,7 +96,7 @@ func TestStatusNoLagWhenIdle(t *testing.T) {
 func TestStatusDBBytesUsed(t *testing.T) {
 	for _, kind := range replica.LogStoreKinds {
 		t.Run(kind, func(t *testing.T) {
-			c := NewTestClusterWith(t, 1, 0, func(cfg *Config) { cfg.LogStore = kind })
+			c := NewTestClusterWith(t, 1, 0, func(cfg *Config) { onTCP(cfg); cfg.LogStore = kind })
 			s := c.Servers[0]
 			w := newSession(t, s.GRPCAddr())
 			for i := 0; i < 20; i++ {
@@ -120,7 +120,7 @@ func TestStatusDBBytesUsed(t *testing.T) {
 // stopped server is not alive in anyone's answer. A server removed from
 // the configuration says it is not a member instead of answering as one.
 func TestMembersAliveAndRemoved(t *testing.T) {
-	c := NewTestClusterWith(t, 4, 0, withAdmin)
+	c := NewTestClusterWith(t, 4, 0, func(cfg *Config) { onTCP(cfg); withAdmin(cfg) })
 	ctx := t.Context()
 	alive := func(s *Server) (map[string]bool, error) {
 		resp, err := adminClient(t, s.GRPCAddr()).Members(ctx, &api.MembersRequest{})

@@ -16,16 +16,38 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
+	"coord/internal/memnet"
 	"coord/internal/testpki"
 	"coord/internal/watchdog"
 )
 
-// TestCluster is a cluster of real servers (real raft over TCP on loopback,
-// real bbolt files in temporary directories).
+// TestCluster is a cluster of real servers in this process. Their peer
+// planes meet on an in-memory network (internal/memnet) and raft keeps its
+// log, stable store and snapshots in memory, unless a test's tweak asks for
+// the real thing (onTCP: raft over TCP on loopback, bbolt files and
+// snapshots in the data directories) because the network or the disk is
+// what it tests.
 type TestCluster struct {
 	tb      testing.TB
+	net     *memnet.Network
 	Servers []*Server
 	configs []Config
+}
+
+// inMemory puts cfg's peer plane on net, as server n, and raft's stores in
+// memory.
+func inMemory(cfg *Config, net *memnet.Network, n int) {
+	cfg.RaftAddr = fmt.Sprintf("127.77.0.%d:7000", n)
+	cfg.PeerNetwork = net.Host(cfg.ID)
+	cfg.Stores = &Stores{Log: raft.NewInmemStore(), Stable: raft.NewInmemStore(), Snapshots: raft.NewInmemSnapshotStore()}
+}
+
+// onTCP is a tweak for tests about the real network or disk: raft over TCP
+// on loopback and its stores on disk.
+func onTCP(cfg *Config) {
+	cfg.RaftAddr, cfg.PeerNetwork, cfg.Stores = "127.0.0.1:0", nil, nil
 }
 
 // TestClusterKey is the cluster key of every test server (testConfig): the
@@ -68,9 +90,10 @@ func NewTestCluster(tb testing.TB, voters, observers int) *TestCluster {
 // configuration (after testConfig) before it starts.
 func NewTestClusterWith(tb testing.TB, voters, observers int, tweak func(*Config)) *TestCluster {
 	tb.Helper()
-	c := &TestCluster{tb: tb}
+	c := &TestCluster{tb: tb, net: memnet.New()}
 	for i := 0; i < voters+observers; i++ {
 		cfg := testConfig(tb, fmt.Sprintf("s%d", i+1))
+		inMemory(&cfg, c.net, i+1)
 		if tweak != nil {
 			tweak(&cfg)
 		}
@@ -103,6 +126,9 @@ func (c *TestCluster) start(cfg Config) *Server {
 func (c *TestCluster) Add(observer bool) *Server {
 	c.tb.Helper()
 	cfg := testConfig(c.tb, fmt.Sprintf("s%d", len(c.Servers)+1))
+	if c.configs[0].PeerNetwork != nil {
+		inMemory(&cfg, c.net, len(c.Servers)+1)
+	}
 	var peers []Peer
 	for _, s := range c.Servers {
 		peers = append(peers, Peer{ID: s.ID(), RaftAddr: s.RaftAddr(), GRPCAddr: s.GRPCAddr()})
@@ -118,7 +144,10 @@ func (c *TestCluster) Restart(i int) *Server {
 	c.tb.Helper()
 	old := c.Servers[i]
 	cfg := c.configs[i]
-	cfg.RaftAddr, cfg.GRPCAddr = old.RaftAddr(), old.GRPCAddr()
+	cfg.GRPCAddr = old.GRPCAddr()
+	if cfg.PeerNetwork == nil {
+		cfg.RaftAddr = old.RaftAddr()
+	}
 	old.Close()
 	var s *Server
 	var err error
