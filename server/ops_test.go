@@ -1,11 +1,9 @@
 package server
 
 import (
-	"reflect"
 	"testing"
 
 	"coord/api"
-	"coord/fsm"
 	"coord/server/sessions"
 	"coord/vocab"
 )
@@ -45,35 +43,11 @@ func TestOpTableGRPC(t *testing.T) {
 			t.Errorf("the gRPC front end turns %s into %v; the table says %v", fd.Name(), req.Kind, want)
 			continue
 		}
-		checkWrite(t, "gRPC "+string(fd.Name()), req)
+		if err := req.WriteMismatch(); err != nil {
+			t.Errorf("%s: %v", "gRPC "+string(fd.Name()), err)
+		}
 	}
 	if req := requestFromAPI(&api.Request{Xid: 1}); req.Kind != sessions.OpRefuse || req.Code != vocab.Unimplemented {
 		t.Errorf("a request with no op: %v %v, want refused Unimplemented", req.Kind, req.Code)
-	}
-}
-
-// checkWrite fails unless req carries a write exactly when the table says
-// its kind is one, and of the row's command type.
-func checkWrite(t *testing.T, what string, req *sessions.Request) {
-	t.Helper()
-	info := req.Kind.Info()
-	hasWrite, hasWrites := !reflect.ValueOf(req.Write).IsZero(), req.Writes != nil
-	switch {
-	case !req.Kind.IsWrite():
-		if hasWrite || hasWrites {
-			t.Errorf("%s: a %v request carries a write, but the table says %v is not a write", what, req.Kind, req.Kind)
-		}
-	case info.Cmd == fsm.CmdMulti:
-		if !hasWrites || hasWrite {
-			t.Errorf("%s: a multi carries Write %v and Writes %v, want Writes only", what, req.Write, req.Writes)
-		}
-	case info.Cmd == fsm.CmdCloseSession:
-		if hasWrite || hasWrites {
-			t.Errorf("%s: a close carries a write", what)
-		}
-	default:
-		if hasWrites || req.Write.Type != info.Cmd {
-			t.Errorf("%s: a %v request carries a write of type %v, the table says %v", what, req.Kind, req.Write.Type, info.Cmd)
-		}
 	}
 }

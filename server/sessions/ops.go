@@ -1,6 +1,11 @@
 package sessions
 
-import "coord/fsm"
+import (
+	"coord/fsm"
+	"errors"
+	"fmt"
+	"reflect"
+)
 
 // OpKind is what a request asks for. What each kind is, how the session
 // layer runs it and which requests of each wire become it is said once, in
@@ -163,3 +168,31 @@ func (k OpKind) Info() OpInfo {
 func (k OpKind) IsWrite() bool { return k.Info().Run == RunWrite }
 
 func (k OpKind) String() string { return k.Info().Name }
+
+// WriteMismatch says how r disagrees with the table, or nil: a front end
+// gives a request a write exactly when its kind is one, of the row's
+// command type (a multi its Writes, a close none). The front ends' tests
+// hold every op code and gRPC request to it.
+func (r *Request) WriteMismatch() error {
+	info := r.Kind.Info()
+	hasWrite, hasWrites := !reflect.ValueOf(r.Write).IsZero(), r.Writes != nil
+	switch {
+	case !r.Kind.IsWrite():
+		if hasWrite || hasWrites {
+			return fmt.Errorf("a %v request carries a write, but the table says %v is not a write", r.Kind, r.Kind)
+		}
+	case info.Cmd == fsm.CmdMulti:
+		if !hasWrites || hasWrite {
+			return fmt.Errorf("a multi carries Write %v and Writes %v, want Writes only", r.Write, r.Writes)
+		}
+	case info.Cmd == fsm.CmdCloseSession:
+		if hasWrite || hasWrites {
+			return errors.New("a close carries a write")
+		}
+	default:
+		if hasWrites || r.Write.Type != info.Cmd {
+			return fmt.Errorf("a %v request carries a write of type %v, the table says %v", r.Kind, r.Write.Type, info.Cmd)
+		}
+	}
+	return nil
+}

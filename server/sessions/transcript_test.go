@@ -931,7 +931,7 @@ func (w *world) formatReply(r *Reply) string {
 	case BodyACL:
 		var acl []string
 		for _, a := range r.ACL {
-			acl = append(acl, fmt.Sprintf("%s:%s:%s", a.ID.Scheme, a.ID.ID, perms(a.Perms)))
+			acl = append(acl, fmt.Sprintf("%s:%s:%s", a.ID.Scheme, a.ID.ID, permString(a.Perms)))
 		}
 		s += fmt.Sprintf(" [%s] aversion=%d", strings.Join(acl, " "), r.Stat.Aversion)
 	case BodyMulti:
@@ -973,20 +973,6 @@ func (w *world) describeCommand(cmd *fsm.Command) string {
 		return fmt.Sprintf("%v (%s)", cmd.Type, who)
 	}
 	return fmt.Sprintf("%v %s (%s)", cmd.Type, cmd.Op.Path, who)
-}
-
-// perms writes permissions as ZooKeeper's command line does.
-func perms(p vocab.Perm) string {
-	var b strings.Builder
-	for _, x := range []struct {
-		bit vocab.Perm
-		c   byte
-	}{{vocab.PermCreate, 'c'}, {vocab.PermDelete, 'd'}, {vocab.PermRead, 'r'}, {vocab.PermWrite, 'w'}, {vocab.PermAdmin, 'a'}} {
-		if p&x.bit != 0 {
-			b.WriteByte(x.c)
-		}
-	}
-	return b.String()
 }
 
 // codeName is a code as ZooKeeper's KeeperException.Code names it.

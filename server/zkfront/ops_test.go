@@ -1,11 +1,9 @@
 package zkfront
 
 import (
-	"reflect"
 	"testing"
 	"time"
 
-	"coord/fsm"
 	"coord/server/sessions"
 	"coord/vocab"
 	"coord/zk"
@@ -64,33 +62,8 @@ func TestOpTableZooKeeper(t *testing.T) {
 		if want == sessions.OpRefuse && req.Code != vocab.Unimplemented {
 			t.Errorf("%s is refused with %v, want Unimplemented", op, req.Code)
 		}
-		checkWrite(t, "ZooKeeper "+op.String(), req)
-	}
-}
-
-// checkWrite fails unless req carries a write exactly when the table says
-// its kind is one, and of the row's command type (package server's
-// ops_test.go holds the gRPC front end to the same rule).
-func checkWrite(t *testing.T, what string, req *sessions.Request) {
-	t.Helper()
-	info := req.Kind.Info()
-	hasWrite, hasWrites := !reflect.ValueOf(req.Write).IsZero(), req.Writes != nil
-	switch {
-	case !req.Kind.IsWrite():
-		if hasWrite || hasWrites {
-			t.Errorf("%s: a %v request carries a write, but the table says %v is not a write", what, req.Kind, req.Kind)
-		}
-	case info.Cmd == fsm.CmdMulti:
-		if !hasWrites || hasWrite {
-			t.Errorf("%s: a multi carries Write %v and Writes %v, want Writes only", what, req.Write, req.Writes)
-		}
-	case info.Cmd == fsm.CmdCloseSession:
-		if hasWrite || hasWrites {
-			t.Errorf("%s: a close carries a write", what)
-		}
-	default:
-		if hasWrites || req.Write.Type != info.Cmd {
-			t.Errorf("%s: a %v request carries a write of type %v, the table says %v", what, req.Kind, req.Write.Type, info.Cmd)
+		if err := req.WriteMismatch(); err != nil {
+			t.Errorf("%s: %v", "ZooKeeper "+op.String(), err)
 		}
 	}
 }
