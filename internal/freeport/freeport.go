@@ -7,31 +7,55 @@
 package freeport
 
 import (
+	"errors"
 	"net"
 	"strconv"
+	"sync"
 )
 
 // Ports returns n distinct loopback ports the kernel had free. All n
-// listeners are open at once while picking, so no port is handed out twice;
-// every one is closed before Ports returns.
+// listeners are open at once while picking, so no port is handed out twice
+// by one call; and no port this process was handed before is handed out
+// again (two calls in a row could otherwise get the same port back, as a
+// jepsen run with a proxy once did: its s1 and s3 were given one gRPC
+// port). Every listener is closed before Ports returns.
 func Ports(n int) ([]int, error) {
-	ls := make([]net.Listener, 0, n)
+	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
 			l.Close()
 		}
 	}()
+	mu.Lock()
+	defer mu.Unlock()
 	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for len(ports) < n {
+		if len(ls) > n+1000 {
+			return nil, errors.New("freeport: the kernel keeps handing out ports given out before")
+		}
+		l, err := listen()
 		if err != nil {
 			return nil, err
 		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ls = append(ls, l) // held, so the kernel picks another next time
+		p := l.Addr().(*net.TCPAddr).Port
+		if given[p] {
+			continue
+		}
+		given[p] = true
+		ports = append(ports, p)
 	}
 	return ports, nil
 }
+
+// given holds every port this process was handed (under mu).
+var (
+	mu    sync.Mutex
+	given = map[int]bool{}
+)
+
+// listen asks the kernel for a port (tests replace it).
+var listen = func() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
 
 // Addrs is Ports as "127.0.0.1:port" addresses.
 func Addrs(n int) ([]string, error) {

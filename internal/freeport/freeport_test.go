@@ -47,3 +47,35 @@ func TestPorts(t *testing.T) {
 		t.Fatalf("Ports(0) = %v, %v", ps, err)
 	}
 }
+
+// fixedListener claims a port of its choosing, as a kernel that hands a
+// just-freed port out again would.
+type fixedListener struct{ port int }
+
+func (l fixedListener) Accept() (net.Conn, error) { return nil, net.ErrClosed }
+func (l fixedListener) Close() error              { return nil }
+func (l fixedListener) Addr() net.Addr            { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: l.port} }
+
+// A port handed out once is never handed out again, even when the kernel
+// offers it a second time.
+func TestPortsNeverRepeat(t *testing.T) {
+	offers := []int{41001, 41001, 41002}
+	old := listen
+	defer func() { listen = old }()
+	listen = func() (net.Listener, error) {
+		p := offers[0]
+		offers = offers[1:]
+		return fixedListener{p}, nil
+	}
+	a, err := Ports(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Ports(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a[0] != 41001 || b[0] != 41002 {
+		t.Fatalf("two calls got ports %v and %v; want 41001, then 41002 (41001 again skipped)", a, b)
+	}
+}
