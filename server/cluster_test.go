@@ -459,6 +459,14 @@ func TestCommitNotices(t *testing.T) {
 			ls := newSession(t, c.Servers[li].GRPCAddr())
 			rs := newSession(t, f1.GRPCAddr())
 			mustOK(t, ls.create("/notice", "0", vocab.ModePersistent))
+			// The followers dial the leader's notices when raft names it;
+			// write until both read one (their connections are up).
+			for deadline := time.Now().Add(5 * time.Second); f1.rep.Stats().NoticesRead == 0 || f2.rep.Stats().NoticesRead == 0; {
+				if time.Now().After(deadline) {
+					t.Fatalf("no commit notices on a follower after 5 s of writes")
+				}
+				mustOK(t, ls.set("/notice", "0"))
+			}
 			n1, n2 := f1.rep.Stats().NoticesRead, f2.rep.Stats().NoticesRead
 			const writes = 100
 			fresh1 := 0

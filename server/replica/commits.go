@@ -53,8 +53,10 @@ func (r *Replica) ServeCommits(stream api.Internal_CommitsServer) error {
 }
 
 // followLeader runs once (following one leader: its Commits stream, or
-// its commit notices) again and again until this server closes, waiting a
-// quarter of RaftTimeout after a try that got nowhere.
+// its commit notices) again and again until this server closes. After a
+// try that got nowhere it waits until raft names a leader (or changes
+// role or peers), at most a quarter of RaftTimeout: a new leader's
+// followers hear its commits from its first write on.
 func (r *Replica) followLeader(once func() bool) {
 	defer r.wg.Done()
 	for {
@@ -63,10 +65,12 @@ func (r *Replica) followLeader(once func() bool) {
 			return
 		default:
 		}
+		changed := r.roleChanged()
 		if !once() {
 			select {
 			case <-r.closing:
 				return
+			case <-changed:
 			case <-time.After(r.cfg.RaftTimeout / 4):
 			}
 		}

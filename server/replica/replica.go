@@ -130,6 +130,7 @@ type Replica struct {
 
 	changeMu sync.Mutex
 	changeCh chan struct{} // closed and replaced on every change (Changed)
+	roleCh   chan struct{} // closed and replaced when raft's role or leader changes
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -194,7 +195,7 @@ func New(cfg Config) (*Replica, error) {
 		boot = plantedReuseOrigin()
 	}
 	r := &Replica{cfg: cfg, log: log, clock: cfg.Clock, origin: cfg.ID + "#" + boot,
-		closing: make(chan struct{}), changeCh: make(chan struct{})}
+		closing: make(chan struct{}), changeCh: make(chan struct{}), roleCh: make(chan struct{})}
 	r.fsm = newRaftFSM(r.origin, cfg.Watcher, log)
 	r.fsm.onApplied = r.signalChange
 	r.fsm.snapLimit = cfg.SnapshotLogBytes
@@ -454,6 +455,14 @@ func (r *Replica) signalChange() {
 	r.changeMu.Unlock()
 }
 
+// roleChanged returns a channel closed when raft next observes a change of
+// role, leader or peers (not at every apply, as Changed).
+func (r *Replica) roleChanged() <-chan struct{} {
+	r.changeMu.Lock()
+	defer r.changeMu.Unlock()
+	return r.roleCh
+}
+
 // watchRaft signals a change for each of raft's role and leader
 // observations until the replica closes.
 func (r *Replica) watchRaft() {
@@ -471,6 +480,10 @@ func (r *Replica) watchRaft() {
 	for {
 		select {
 		case <-ch:
+			r.changeMu.Lock()
+			close(r.roleCh)
+			r.roleCh = make(chan struct{})
+			r.changeMu.Unlock()
 			r.signalChange()
 		case <-r.closing:
 			return
