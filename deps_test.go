@@ -58,7 +58,7 @@ server/reconfig \ |             |    (one row with server/zkfront, neither under
       |      \                  |
    server/replica \             |    (the raft member: log, proposer, forwarder, apply; no connections)
       |   \    \   \            |
-      |  api/  internal/logbridge      (leaf: raft's and memberlist's logs through slog)
+      |  api/  server/internal/logbridge (leaf: raft's and memberlist's logs through slog)
    session/       watch/        |
         \         /             |
          fsm/ ------------------+
@@ -84,7 +84,7 @@ server/reconfig \ |             |    (one row with server/zkfront, neither under
 //   - server/sessions' "|" reaches server/replica and its long "\" watch/ (no
 //     other line enters watch/, the server-local registry);
 //   - server/replica's "|" reaches session/ (and through it fsm/), its first
-//     "\" api/ only (not zk/), its second internal/logbridge, a leaf;
+//     "\" api/ only (not zk/), its second server/internal/logbridge, a leaf;
 //   - client/'s "|" reaches the api/ zk/ column;
 //   - the line on the right is vocab/'s: recipes/'s "|", api/'s, zk/'s and
 //     fsm/'s "---" join it, and it leads down to vocab/ only (a join is no
@@ -98,28 +98,28 @@ server/reconfig \ |             |    (one row with server/zkfront, neither under
 // A package may import what its lines reach and whatever those reach in turn
 // ("nothing low imports anything high"): allowed is the transitive closure.
 var drawn = map[string][]string{
-	"cmd/coord":          {"server"},
-	"cmd/coordctl":       {"client", "server/replica"},
-	"jepsen":             {"recipes/coordconn", "recipes/zkconn", "internal/netlab", "internal/zkproc"},
-	"recipes/coordconn":  {"client", "recipes"},
-	"recipes/zkconn":     {"recipes"},
-	"server":             {"api", "zk", "server/zkfront", "server/reconfig"},
-	"server/zkfront":     {"server/sessions", "zk"},
-	"server/reconfig":    {"server/sessions", "zk"},
-	"server/sessions":    {"server/replica", "watch"},
-	"server/replica":     {"api", "session", "internal/logbridge"},
-	"internal/logbridge": {},
-	"internal/netlab":    {},
-	"internal/zkproc":    {},
-	"client":             {"api", "zk"},
-	"recipes":            {"vocab"},
-	"api":                {"vocab"},
-	"zk":                 {"vocab"},
-	"session":            {"fsm"},
-	"watch":              {"fsm"},
-	"fsm":                {"zxid", "vocab"},
-	"zxid":               {},
-	"vocab":              {},
+	"cmd/coord":                 {"server"},
+	"cmd/coordctl":              {"client", "server/replica"},
+	"jepsen":                    {"recipes/coordconn", "recipes/zkconn", "internal/netlab", "internal/zkproc"},
+	"recipes/coordconn":         {"client", "recipes"},
+	"recipes/zkconn":            {"recipes"},
+	"server":                    {"api", "zk", "server/zkfront", "server/reconfig"},
+	"server/zkfront":            {"server/sessions", "zk"},
+	"server/reconfig":           {"server/sessions", "zk"},
+	"server/sessions":           {"server/replica", "watch"},
+	"server/replica":            {"api", "session", "server/internal/logbridge"},
+	"server/internal/logbridge": {},
+	"internal/netlab":           {},
+	"internal/zkproc":           {},
+	"client":                    {"api", "zk"},
+	"recipes":                   {"vocab"},
+	"api":                       {"vocab"},
+	"zk":                        {"vocab"},
+	"session":                   {"fsm"},
+	"watch":                     {"fsm"},
+	"fsm":                       {"zxid", "vocab"},
+	"zxid":                      {},
+	"vocab":                     {},
 }
 
 // row is what one package may import from this module.
@@ -136,7 +136,7 @@ var offDiagram = map[string]row{
 	".":              {testOnly: true}, // this file
 	"cmd/coordbench": {imports: []string{"client", "api", "zk", "vocab", "zxid", "internal/fourletter"}},
 	"cmd/watchmem":   {imports: []string{"vocab", "internal/zkproc", "internal/fourletter", "internal/freeport"}},
-	"deploy":         {testOnly: true}, // the docker-compose tests (Dockerfile, docker-compose.yml); no coord package
+	"deploy":         {testOnly: true, tests: []string{"internal/composenet"}}, // the docker-compose tests (Dockerfile, docker-compose.yml)
 	// the attack suite: real coord processes tried as a stranger on every port (docs/security.md)
 	"internal/attack": {testOnly: true, tests: []string{"server", "server/replica", "api", "client", "vocab", "internal/testpki", "internal/fourletter"}},
 	// the pages' command blocks run as scripts against coord processes (README.md, docs/)
@@ -155,6 +155,8 @@ var offDiagram = map[string]row{
 	// four-letter words, and loopback ports free for servers to start on
 	"internal/fourletter": {},
 	"internal/freeport":   {},
+	// a free Docker subnet and host port prefix for a compose project (deploy's and jepsen's compose tests)
+	"internal/composenet": {},
 	// the runner of jepsen/'s harness (a command of the drawn jepsen/)
 	"jepsen/cmd/jepsen": {imports: []string{"jepsen"}},
 	"zk/compat": {testOnly: true, tests: []string{"server", "vocab", "internal/netlab", "internal/fourletter", "internal/freeport",
@@ -188,6 +190,8 @@ var testExtras = map[string][]string{
 	"server": {"internal/fourletter", "internal/freeport", "internal/testpki", "internal/watchdog", "internal/memnet"},
 	// recipes' tests run each recipe through both adapters, on an in-process
 	// coord cluster and on Apache ZooKeeper.
+	// its compose test picks its project's subnet and ports.
+	"jepsen":  {"internal/composenet"},
 	"recipes": {"server", "client", "recipes/coordconn", "recipes/zkconn", "internal/zkproc", "internal/testcluster", "internal/watchdog"},
 }
 

@@ -3,10 +3,10 @@ package deploy_test
 import (
 	"bytes"
 	"context"
+	"coord/internal/composenet"
 	"encoding/json"
 	"fmt"
 	"math/rand"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,63 +70,25 @@ func newStack(t *testing.T, root string, composeCmd []string) *stack {
 	r := rand.New(rand.NewSource(time.Now().UnixNano()))
 	project := fmt.Sprintf("coordtest%d%03d", os.Getpid()%100000, r.Intn(1000))
 	s := &stack{t: t, root: root, project: project, image: "coord:" + project}
-	s.subnet = freeSubnet(t, r)
-	s.prefix = freePortPrefix(t)
+	var err error
+	if s.subnet, err = composenet.FreeSubnet(213, r); err != nil {
+		t.Fatal(err)
+	}
+	// Host port prefixes below the kernel's ephemeral range (32768-60999)
+	// first: a port in it can be taken by any other test's connection
+	// between this check and the containers' start (a CI run lost 34180
+	// that way). Never 2: those are the compose file's defaults, which
+	// `make up` and internal/doctest's run of docs/deploy.md use, at the
+	// same time as this test in go test ./....
+	if s.prefix, err = composenet.FreePortPrefix("1", "3", "4", "5", "6"); err != nil {
+		t.Fatal(err)
+	}
 	s.compose = append(append([]string{}, composeCmd...), "-f", filepath.Join(root, "docker-compose.yml"), "-p", project)
 	s.env = append(os.Environ(), "COORD_IMAGE="+s.image, "COORD_SUBNET="+s.subnet, "COORD_PORT_PREFIX="+s.prefix, "COORD_RAFT_TIMEOUT=1s",
 		"COMPOSE="+strings.Join(s.compose, " "), "BIN_DIR=build/"+project)
 	t.Logf("project %s, subnet %s.0/24, host ports %s1181..%s4182", project, s.subnet, s.prefix, s.prefix)
 	t.Cleanup(s.cleanup)
 	return s
-}
-
-// freeSubnet picks a /24 in 10.213.0.0/16 that no Docker network uses.
-func freeSubnet(t *testing.T, r *rand.Rand) string {
-	used := map[string]bool{}
-	ids, _ := exec.Command("docker", "network", "ls", "-q").Output()
-	for _, id := range strings.Fields(string(ids)) {
-		out, _ := exec.Command("docker", "network", "inspect", "-f", "{{range .IPAM.Config}}{{.Subnet}} {{end}}", id).Output()
-		for _, sub := range strings.Fields(string(out)) {
-			if _, n, err := net.ParseCIDR(sub); err == nil && n.IP.To4() != nil && n.IP.To4()[0] == 10 && n.IP.To4()[1] == 213 {
-				used[fmt.Sprint(n.IP.To4()[2])] = true
-			}
-		}
-	}
-	for i := 0; i < 100; i++ {
-		c := fmt.Sprint(r.Intn(250) + 1)
-		if !used[c] {
-			return "10.213." + c
-		}
-	}
-	t.Fatal("no free 10.213.x.0/24 subnet")
-	return ""
-}
-
-// freePortPrefix picks a host port prefix whose 12 ports are all free,
-// below the kernel's ephemeral range (32768-60999) first: a port in it can
-// be taken by any other test's connection between this check and the
-// containers' start (a CI run lost 34180 that way). Never 2: those are the
-// compose file's defaults, which `make up` and internal/doctest's run of
-// docs/deploy.md use, at the same time as this test in go test ./....
-func freePortPrefix(t *testing.T) string {
-	for _, p := range []string{"1", "3", "4", "5", "6"} {
-		free := true
-		for n := 1; n <= 4 && free; n++ {
-			for _, k := range []string{"180", "181", "182"} {
-				l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%s%d%s", p, n, k))
-				if err != nil {
-					free = false
-					break
-				}
-				l.Close()
-			}
-		}
-		if free {
-			return p
-		}
-	}
-	t.Fatal("no free host port prefix among 1, 3, 4, 5, 6")
-	return ""
 }
 
 // run runs a command in the repository root with the stack's environment.

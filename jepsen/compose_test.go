@@ -3,9 +3,9 @@ package jepsen
 import (
 	"bytes"
 	"context"
+	"coord/internal/composenet"
 	"fmt"
 	"math/rand"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,11 +35,23 @@ func TestRunCompose(t *testing.T) {
 	}
 	requireCompose(t)
 	r := rand.New(rand.NewSource(time.Now().UnixNano()))
+	// RunCompose's default subnet is one per pid, which may be taken; the
+	// port prefixes go in the reverse of deploy's TestCompose order (it
+	// may run at the same time), never 2 (the compose file's default,
+	// which `make up` uses).
+	subnet, err := composenet.FreeSubnet(214, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix, err := composenet.FreePortPrefix("6", "5", "4", "3", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := ComposeOptions{
 		Root:       "..",
 		Project:    fmt.Sprintf("jepsentest%d%03d", os.Getpid()%100000, r.Intn(1000)),
-		Subnet:     composeTestSubnet(t, r),
-		PortPrefix: composeTestPortPrefix(t),
+		Subnet:     subnet,
+		PortPrefix: prefix,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
@@ -110,51 +122,4 @@ func checkComposeReport(t *testing.T, rep *Report, opts ComposeOptions) {
 	if err != nil || len(bytes.TrimSpace(out)) > 0 {
 		t.Errorf("containers left after the run: %q (%v)", out, err)
 	}
-}
-
-// composeTestSubnet picks a /24 in 10.214.0.0/16 that no Docker network
-// uses (RunCompose's default is one per pid, which may be taken).
-func composeTestSubnet(t *testing.T, r *rand.Rand) string {
-	used := map[string]bool{}
-	ids, _ := exec.Command("docker", "network", "ls", "-q").Output()
-	for _, id := range strings.Fields(string(ids)) {
-		out, _ := exec.Command("docker", "network", "inspect", "-f", "{{range .IPAM.Config}}{{.Subnet}} {{end}}", id).Output()
-		for _, sub := range strings.Fields(string(out)) {
-			if _, n, err := net.ParseCIDR(sub); err == nil && n.IP.To4() != nil && n.IP.To4()[0] == 10 && n.IP.To4()[1] == 214 {
-				used[fmt.Sprint(n.IP.To4()[2])] = true
-			}
-		}
-	}
-	for i := 0; i < 100; i++ {
-		if c := fmt.Sprint(r.Intn(250) + 1); !used[c] {
-			return "10.214." + c
-		}
-	}
-	t.Fatal("no free 10.214.x.0/24 subnet")
-	return ""
-}
-
-// composeTestPortPrefix picks a host port prefix whose 12 ports are all
-// free, trying them in the reverse of deploy's TestCompose order (which
-// may run at the same time in go test ./...). Never 2: the compose file's
-// default, which `make up` uses.
-func composeTestPortPrefix(t *testing.T) string {
-	for _, p := range []string{"6", "5", "4", "3", "1"} {
-		free := true
-		for n := 1; n <= 4 && free; n++ {
-			for _, k := range []string{"180", "181", "182"} {
-				l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%s%d%s", p, n, k))
-				if err != nil {
-					free = false
-					break
-				}
-				l.Close()
-			}
-		}
-		if free {
-			return p
-		}
-	}
-	t.Fatal("no free host port prefix among 6, 5, 4, 3, 1")
-	return ""
 }

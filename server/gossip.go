@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"coord/internal/logbridge"
+	"coord/server/internal/logbridge"
 
 	"github.com/hashicorp/memberlist"
 )

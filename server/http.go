@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"coord/api"
-	"coord/internal/logbridge"
+	"coord/server/internal/logbridge"
 	"coord/server/replica"
 )
 

@@ -19,7 +19,7 @@ import (
 
 	"coord/api"
 	"coord/fsm"
-	"coord/internal/logbridge"
+	"coord/server/internal/logbridge"
 	"coord/session"
 	"coord/zxid"
 )

@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"coord/fsm"
-	"coord/internal/logbridge"
+	"coord/server/internal/logbridge"
 )
 
 // RestoreDataDir prepares an empty data directory to start a new cluster

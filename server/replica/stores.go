@@ -16,7 +16,7 @@ import (
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
 
-	"coord/internal/logbridge"
+	"coord/server/internal/logbridge"
 )
 
 // The raft log stores a data directory can hold. Both keep raft's log and
