@@ -400,8 +400,13 @@ var healthClient = &http.Client{Timeout: 500 * time.Millisecond}
 
 // Health asks server i for its /health. A paused or dead server errs.
 func (c *Cluster) Health(ctx context.Context, i int) (Health, error) {
+	return getHealth(ctx, c.nodes[i].http)
+}
+
+// getHealth asks the server whose HTTP port is at addr for its /health.
+func getHealth(ctx context.Context, addr string) (Health, error) {
 	var h Health
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+c.nodes[i].http+"/health", nil)
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/health", nil)
 	if err != nil {
 		return h, err
 	}
@@ -416,9 +421,13 @@ func (c *Cluster) Health(ctx context.Context, i int) (Health, error) {
 
 // Leader returns the index of the server that says it is the leader, or -1
 // when none does right now.
-func (c *Cluster) Leader(ctx context.Context) int {
-	for i := range c.nodes {
-		if h, err := c.Health(ctx, i); err == nil && h.Healthy && h.Role == "leader" {
+func (c *Cluster) Leader(ctx context.Context) int { return leaderOf(ctx, len(c.nodes), c.Health) }
+
+// leaderOf is the index of the first of n servers whose health (asked
+// through health) says it leads, or -1.
+func leaderOf(ctx context.Context, n int, health func(context.Context, int) (Health, error)) int {
+	for i := 0; i < n; i++ {
+		if h, err := health(ctx, i); err == nil && h.Healthy && h.Role == "leader" {
 			return i
 		}
 	}

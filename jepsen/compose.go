@@ -2,12 +2,10 @@ package jepsen
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,27 +89,11 @@ func (c *composeCluster) ip(i int) string { return fmt.Sprintf("%s.%d", c.opts.S
 func (c *composeCluster) network() string { return c.opts.Project + "_coordnet" }
 
 func (c *composeCluster) health(ctx context.Context, i int) (Health, error) {
-	var h Health
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+c.port(i, "180")+"/health", nil)
-	if err != nil {
-		return h, err
-	}
-	resp, err := healthClient.Do(req)
-	if err != nil {
-		return h, err
-	}
-	defer resp.Body.Close()
-	err = json.NewDecoder(resp.Body).Decode(&h)
-	return h, err
+	return getHealth(ctx, c.port(i, "180"))
 }
 
 func (c *composeCluster) leader(ctx context.Context) int {
-	for i := range c.services {
-		if h, err := c.health(ctx, i); err == nil && h.Healthy && h.Role == "leader" {
-			return i
-		}
-	}
-	return -1
+	return leaderOf(ctx, len(c.services), c.health)
 }
 
 func (c *composeCluster) waitHealthy(ctx context.Context) error {

@@ -170,20 +170,7 @@ func startCluster(ctx context.Context, bin, dir, logLevel string, extra []string
 		c.conns = append(c.conns, cc)
 		c.admin = append(c.admin, api.NewAdminClient(cc))
 	}
-	for i := 1; i <= n; i++ {
-		if err := c.start(i); err != nil {
-			c.stop()
-			return nil, err
-		}
-	}
-	for i := 1; i <= n; i++ {
-		if err := c.waitServing(ctx, i, 30*time.Second); err != nil {
-			c.stop()
-			return nil, err
-		}
-	}
-	if _, err := c.waitLeader(ctx, 30*time.Second, 0); err != nil {
-		c.stop()
+	if err := bringUp(ctx, c, 30*time.Second, 30*time.Second); err != nil {
 		return nil, err
 	}
 	return c, nil

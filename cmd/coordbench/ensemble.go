@@ -37,6 +37,33 @@ type ensemble interface {
 	unexpectedExits() []string
 }
 
+// bringUp starts every server of e, waits until each serves (up to
+// serveWait) and a leader leads (up to leaderWait); on an error it stops
+// them all.
+func bringUp(ctx context.Context, e interface {
+	ensemble
+	waitServing(ctx context.Context, i int, timeout time.Duration) error
+}, serveWait, leaderWait time.Duration) error {
+	err := func() error {
+		for i := 1; i <= e.size(); i++ {
+			if err := e.start(i); err != nil {
+				return err
+			}
+		}
+		for i := 1; i <= e.size(); i++ {
+			if err := e.waitServing(ctx, i, serveWait); err != nil {
+				return err
+			}
+		}
+		_, err := e.waitLeader(ctx, leaderWait, 0)
+		return err
+	}()
+	if err != nil {
+		e.stop()
+	}
+	return err
+}
+
 // coord's local cluster as an ensemble.
 
 func (c *cluster) size() int         { return len(c.procs) }

@@ -109,20 +109,7 @@ func startZooKeeper(ctx context.Context, java, cp string, jvmFlags []string, dir
 			return nil, err
 		}
 	}
-	for i := 1; i <= n; i++ {
-		if err := z.start(i); err != nil {
-			z.stop()
-			return nil, err
-		}
-	}
-	for i := 1; i <= n; i++ {
-		if err := z.waitServing(ctx, i, 90*time.Second); err != nil {
-			z.stop()
-			return nil, err
-		}
-	}
-	if _, err := z.waitLeader(ctx, 60*time.Second, 0); err != nil {
-		z.stop()
+	if err := bringUp(ctx, z, 90*time.Second, 60*time.Second); err != nil {
 		return nil, err
 	}
 	return z, nil
