@@ -9,21 +9,28 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
 
 // Run runs a package's tests (m is the *testing.M of its TestMain) and
-// returns their exit code. If they are still running after limit, it
-// prints the goroutines that are in this module's code (the hung test's
-// among them) and raft's, and exits the process with code 3. Fuzzing and
-// benchmarks run as long as they are told to. It parses the command line
-// (flag.Parse), as TestMain must before reading flags.
+// returns their exit code. If they are still running after limit (times
+// -count), it prints the goroutines that are in this module's code (the
+// hung test's among them) and raft's, and exits the process with code 3.
+// Fuzzing and benchmarks run as long as they are told to. It parses the
+// command line (flag.Parse), as TestMain must before reading flags.
 func Run(m interface{ Run() int }, limit time.Duration) int {
 	flag.Parse()
 	for _, name := range []string{"test.fuzz", "test.bench"} {
 		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {
 			return m.Run()
+		}
+	}
+	// -count=N runs every test N times: the limit is per run.
+	if f := flag.Lookup("test.count"); f != nil {
+		if n, err := strconv.Atoi(f.Value.String()); err == nil && n > 1 {
+			limit *= time.Duration(n)
 		}
 	}
 	t := time.AfterFunc(limit, func() {
