@@ -144,7 +144,10 @@ var offDiagram = map[string]row{
 	// an in-memory network of named hosts: whole clusters in one process, no TCP between servers (issue 29)
 	"internal/memnet": {},
 	// a whole cluster in one process on memnet and in-memory raft stores, for other packages' tests
-	"internal/testcluster": {imports: []string{"server", "internal/memnet"}, tests: []string{"client", "vocab"}},
+	"internal/testcluster": {imports: []string{"server", "internal/memnet", "internal/servergroup"}, tests: []string{"client", "vocab"}},
+	// the part of an in-process test cluster that does not depend on the server's type (starts, restarts, waits):
+	// internal/testcluster's and server's own tests' clusters are built on it
+	"internal/servergroup": {},
 	// test-only leaves, imported by tests only (testExtras, tests rows), so
 	// no test code ships in the product (issue 29): a throwaway CA and its
 	// certificates, and the watchdog a package's TestMain runs its tests
@@ -187,7 +190,7 @@ var testExtras = map[string][]string{
 	// its tests ask servers four-letter words and start servers on free
 	// ports; its cluster helper (testcluster_test.go) uses the test-only
 	// leaves.
-	"server": {"internal/fourletter", "internal/freeport", "internal/testpki", "internal/watchdog", "internal/memnet"},
+	"server": {"internal/fourletter", "internal/freeport", "internal/testpki", "internal/watchdog", "internal/memnet", "internal/servergroup"},
 	// recipes' tests run each recipe through both adapters, on an in-process
 	// coord cluster and on Apache ZooKeeper.
 	// its compose test picks its project's subnet and ports.

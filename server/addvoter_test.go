@@ -19,7 +19,7 @@ func TestAddVoterByRaftAddressThenLead(t *testing.T) {
 	c := NewTestClusterWith(t, 3, 0, func(cfg *Config) { onTCP(cfg); withAdmin(cfg) }) // s4 joins by its real address
 	cfg := testConfig(t, "s4")
 	withAdmin(&cfg)
-	c.start(cfg)
+	c.Start(cfg)
 	s4 := c.Servers[3]
 	leader := c.Servers[c.Leader()]
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

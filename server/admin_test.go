@@ -90,6 +90,7 @@ func adminClientAs(t *testing.T, addr string, creds credentials.TransportCredent
 // index; a saved snapshot (without session passwords) restores to that
 // state (HashKV's digest is of the state without them).
 func TestAdminSessionsHashKVSnapshot(t *testing.T) {
+	t.Parallel()
 	c := NewTestClusterWith(t, 3, 0, withAdmin)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -223,8 +224,8 @@ func TestAdminSessionsHashKVSnapshot(t *testing.T) {
 	if _, _, err := replica.RestoreDataDir(cfg.DataDir+"/raft.db", filepath.Join(t.TempDir(), "x"), "r1", cfg.RaftAddr, cfg.LogStore, cfg.Logger); err == nil {
 		t.Fatal("restored from a file that is not a snapshot")
 	}
-	rc := &TestCluster{tb: t}
-	restored := rc.start(cfg)
+	rc := emptyCluster(t)
+	restored := rc.Start(cfg)
 	rc.Leader()
 	if d := restored.View().Digest(); !bytes.Equal(d[:], snapDigest) {
 		t.Fatalf("the restored server's state has digest %x, want %x", d, snapDigest)

@@ -124,6 +124,7 @@ func membership(t *testing.T, s *Server) []string {
 // Members answer anyone. The superuser's password, or an admin
 // certificate, passes; so does any call on the peer plane.
 func TestAdminAuth(t *testing.T) {
+	t.Parallel()
 	pki := NewTestPKI(t)
 	der, key := pki.issue(t, 10, "coord admin", false)
 	adminCert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
@@ -245,6 +246,7 @@ func TestAdminAuth(t *testing.T) {
 // configure an admin identity; Status and Members stay open, and the peer
 // plane is served.
 func TestAdminAuthUnconfigured(t *testing.T) {
+	t.Parallel()
 	c := NewTestCluster(t, 1, 0)
 	srv := c.Servers[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -278,6 +280,7 @@ func TestAdminAuthUnconfigured(t *testing.T) {
 // the session is there (with its ephemeral) but neither its old password,
 // nor a zero one, nor none re-attaches to it.
 func TestSaveSnapshotHoldsNoPasswords(t *testing.T) {
+	t.Parallel()
 	c := NewTestClusterWith(t, 1, 0, withAdmin)
 	srv := c.Servers[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -375,8 +378,8 @@ func restoreServer(t *testing.T, file string) *Server {
 	if _, _, err := replica.RestoreDataDir(file, cfg.DataDir, "r1", cfg.RaftAddr, cfg.LogStore, cfg.Logger); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
-	rc := &TestCluster{tb: t}
-	srv := rc.start(cfg)
+	rc := emptyCluster(t)
+	srv := rc.Start(cfg)
 	rc.Leader()
 	return srv
 }

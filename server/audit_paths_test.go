@@ -20,6 +20,7 @@ import (
 // (the leader's log, as the server itself). The servers' logs are separate
 // files; each record must be in exactly one.
 func TestAuditEveryPathOnce(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := NewTestClusterWith(t, 3, 0, func(cfg *Config) {
 		withAdmin(cfg)

@@ -14,6 +14,7 @@ import (
 // address, operation, znode, node type, result) and each authentication,
 // in order, and the server's stop writes out what was queued.
 func TestAuditLog(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "audit.log")
 	c := NewTestClusterWith(t, 1, 0, func(cfg *Config) { cfg.AuditLog = path })
 	s := newSession(t, c.Servers[0].GRPCAddr())

@@ -243,6 +243,7 @@ func countOpenFDs(t *testing.T) int {
 // closed at once, as ZooKeeper's maxClientCnxns does, and counted.
 // A connection that sends nothing is closed after HandshakeTimeout.
 func TestPerAddressLimitAndHandshakeTimeout(t *testing.T) {
+	t.Parallel()
 	c := NewTestClusterWith(t, 1, 0, func(cfg *Config) {
 		cfg.MaxClientConns = 5
 		cfg.HandshakeTimeout = 300 * time.Millisecond

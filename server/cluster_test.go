@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 // A 3-voter + 1-observer cluster: writes through any server are visible on
 // every server, the observer serves reads, and a sync makes a server current.
 func TestClusterReplicates(t *testing.T) {
+	t.Parallel()
 	c := NewTestCluster(t, 3, 1)
 	sessions := make([]*rawSession, len(c.Servers))
 	for i, srv := range c.Servers {
@@ -42,6 +44,7 @@ func TestClusterReplicates(t *testing.T) {
 // Kill the leader: a new one is elected, no acknowledged write is lost, and
 // a session (with its ephemeral) survives and moves to another server.
 func TestLeaderKill(t *testing.T) {
+	t.Parallel()
 	c := NewTestCluster(t, 3, 0)
 	li := c.Leader()
 	follower := (li + 1) % 3
@@ -108,6 +111,7 @@ func (c *TestCluster) WaitConverged() {
 // decision: its ephemeral goes and the watches on it fire on every server.
 // A session that keeps heartbeating through a leader change lives on.
 func TestSessionExpiry(t *testing.T) {
+	t.Parallel()
 	c := NewTestCluster(t, 3, 0)
 	doomed, err := dialSession(t, c.Servers[0].GRPCAddr(), &api.ConnectRequest{TimeoutMs: 400})
 	if err != nil {
@@ -128,23 +132,53 @@ func TestSessionExpiry(t *testing.T) {
 		mustOK(t, w.sync())
 		mustOK(t, w.get("/doomed", true))
 		watchers = append(watchers, w)
+		// Both sessions live until the watches are set (each step may
+		// take a while on a busy machine: -race).
+		mustOK(t, doomed.ping())
+		mustOK(t, live.ping())
 	}
 	doomed.drop() // no close, no more pings
 
-	// Keep the live session heartbeating while leadership moves.
+	// Keep the live session heartbeating while leadership moves, as a
+	// client does: a server that loses its leader for a third of the
+	// session's timeout closes the connection (leaderloss.go; a transfer
+	// on a busy machine can take that long), and the client re-attaches
+	// to a server of the cluster within the timeout.
 	stop := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		for {
+		// A failed send ends this goroutine (t.Fatal): it still reports,
+		// or the test would wait for it forever.
+		defer func() {
+			select {
+			case done <- errors.New("the pings stopped: a send failed"):
+			default:
+			}
+		}()
+		for n := 0; ; {
 			select {
 			case <-stop:
 				done <- nil
 				return
 			case <-time.After(80 * time.Millisecond):
 			}
-			if r := live.ping(); r.Err != 0 {
+			r, err := live.tryRecv(live.send(&api.Request{Op: &api.Request_Ping{Ping: &api.Ping{}}}))
+			if err == nil && r.Err != 0 {
 				done <- fmt.Errorf("ping: %v", vocab.Code(r.Err))
 				return
+			}
+			for err != nil {
+				n++
+				live.drop()
+				if n > 20 {
+					done <- fmt.Errorf("re-attaching the live session: %v", err)
+					return
+				}
+				var back *rawSession
+				back, err = dialSession(t, c.Servers[n%3].GRPCAddr(), &api.ConnectRequest{SessionId: live.id, Password: live.pw, TimeoutMs: 400, LastZxid: live.lastZx})
+				if err == nil {
+					live = back
+				}
 			}
 		}
 	}()
@@ -178,7 +212,7 @@ func TestSessionExpiry(t *testing.T) {
 // A follower restarted from its data directory catches up, from the log and,
 // once the leader has compacted its log, from a snapshot.
 func TestRestartFollowerCatchesUp(t *testing.T) {
-	c := &TestCluster{tb: t}
+	c := emptyCluster(t)
 	for i := 0; i < 3; i++ {
 		cfg := testConfig(t, fmt.Sprintf("s%d", i+1))
 		cfg.SnapshotThreshold, cfg.TrailingLogs = 64, 16
@@ -188,7 +222,7 @@ func TestRestartFollowerCatchesUp(t *testing.T) {
 			first := c.Servers[0]
 			cfg.Peers = []Peer{{ID: first.ID(), RaftAddr: first.RaftAddr(), GRPCAddr: first.GRPCAddr()}}
 		}
-		c.start(cfg)
+		c.Start(cfg)
 	}
 	c.WaitMembers(3, 0)
 	li := c.Leader()
@@ -249,6 +283,7 @@ func TestRestartFollowerCatchesUp(t *testing.T) {
 // A client sees a watch event before any response that shows the change,
 // and a pipelined session's requests take effect in order.
 func TestWatchOrderingAndFIFO(t *testing.T) {
+	t.Parallel()
 	c := NewTestCluster(t, 3, 0)
 	li := c.Leader()
 	reader := newSession(t, c.Servers[(li+1)%3].GRPCAddr())
@@ -339,6 +374,7 @@ func TestWatchOrderingAndFIFO(t *testing.T) {
 // Membership: add an observer and a fourth voter, remove a server, and
 // transfer leadership.
 func TestMembershipChanges(t *testing.T) {
+	t.Parallel()
 	c := NewTestCluster(t, 3, 0)
 	c.Add(true)
 	c.WaitMembers(3, 1)
@@ -395,7 +431,7 @@ func TestMembershipChanges(t *testing.T) {
 // the leader's answer, every follower from its Commits stream. Raft's later
 // apply of the same entries changes nothing.
 func TestFollowersApplyCommitsAtOnce(t *testing.T) {
-	c := &TestCluster{tb: t}
+	c := emptyCluster(t)
 	for i := 0; i < 3; i++ {
 		cfg := testConfig(t, fmt.Sprintf("s%d", i+1))
 		cfg.CommitTimeout = cfg.RaftTimeout
@@ -405,7 +441,7 @@ func TestFollowersApplyCommitsAtOnce(t *testing.T) {
 			first := c.Servers[0]
 			cfg.Peers = []Peer{{ID: first.ID(), RaftAddr: first.RaftAddr(), GRPCAddr: first.GRPCAddr()}}
 		}
-		c.start(cfg)
+		c.Start(cfg)
 	}
 	c.WaitMembers(3, 0)
 	li := c.Leader()
@@ -450,6 +486,7 @@ func TestFollowersApplyCommitsAtOnce(t *testing.T) {
 // is reported; that none was stale is asserted only where no follower fell
 // behind (ran late by more than the 1 ms the leader waits).
 func TestCommitNotices(t *testing.T) {
+	t.Parallel()
 	for _, fresh := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fresh=%v", fresh), func(t *testing.T) {
 			c := NewTestClusterWith(t, 3, 0, func(cfg *Config) { cfg.FreshFollowers = fresh })
@@ -492,11 +529,12 @@ func TestCommitNotices(t *testing.T) {
 // not ask to join again, and no leader (the same or a new one, which knows
 // its addresses) adds it back; the operator can.
 func TestRemovedServerStaysOut(t *testing.T) {
+	t.Parallel()
 	c := NewTestCluster(t, 3, 0)
 	// The servers' own join requests from their start (each may wait on
 	// a forward for up to 2 × RaftTimeout) are done before the removal, as
 	// they are long done when an operator removes a server.
-	time.Sleep(5 * c.configs[0].RaftTimeout)
+	time.Sleep(5 * c.Configs[0].RaftTimeout)
 	li := c.Leader()
 	victim := (li + 1) % 3
 	admin := &adminService{s: c.Servers[li], peer: true}
@@ -508,7 +546,7 @@ func TestRemovedServerStaysOut(t *testing.T) {
 		t.Fatalf("transfer: %v", err)
 	}
 	// Ten reconcile rounds and join attempts' worth of time.
-	time.Sleep(10 * c.configs[0].RaftTimeout)
+	time.Sleep(10 * c.Configs[0].RaftTimeout)
 	c.WaitMembers(2, 0)
 	nl := c.Leader()
 	if nl == victim {

@@ -14,6 +14,7 @@ import (
 // Below MinFreeDisk a server refuses writes with an error, keeps serving
 // reads and the session, and accepts writes again once space is back.
 func TestDiskLowRefusesWrites(t *testing.T) {
+	t.Parallel()
 	c := NewTestCluster(t, 1, 0)
 	srv := c.Servers[0]
 	s := newSession(t, srv.GRPCAddr())
@@ -36,6 +37,7 @@ func TestDiskLowRefusesWrites(t *testing.T) {
 // same answer, and the connection stays: the refusal crosses the forward
 // as a flag, not as a string to compare.
 func TestLeaderDiskLowRefusesForwardedWrites(t *testing.T) {
+	t.Parallel()
 	c := NewTestCluster(t, 3, 0)
 	li := c.Leader()
 	leader := c.Servers[li]
@@ -84,8 +86,8 @@ func testDiskFillsUp(t *testing.T, kind string) {
 	cfg.Bootstrap = true
 	cfg.MinFreeDisk = 12 << 20 // below the wal's 16 MiB segment: the segment decides
 	cfg.DiskCheckInterval = 5 * time.Millisecond
-	c := &TestCluster{tb: t}
-	srv := c.start(cfg)
+	c := emptyCluster(t)
+	srv := c.Start(cfg)
 	c.Leader()
 	s := newSession(t, srv.GRPCAddr())
 	blob := strings.Repeat("x", 256<<10)

@@ -12,6 +12,7 @@ import (
 // log, so every server sees them go; a container that never had a child and
 // a TTL node that still has one stay.
 func TestLeaderRemovesContainersAndTTLNodes(t *testing.T) {
+	t.Parallel()
 	c := NewTestCluster(t, 3, 0)
 	s := newSession(t, c.Servers[(c.Leader()+1)%3].GRPCAddr())
 	mustOK(t, s.create("/ctr", "", vocab.ModeContainer))

@@ -49,6 +49,7 @@ func withSecrets(t *testing.T, addr string) (session int64, paths []string) {
 // other word exactly as ZooKeeper 3.8 answers a word its whitelist lacks,
 // revealing nothing; with "*" (-4lw-whitelist '*') it serves them all.
 func TestFourLetterWordsDefaultWhitelist(t *testing.T) {
+	t.Parallel()
 	if got := DefaultConfig().FourLetterWords; !slices.Equal(got, []string{"srvr", "ruok"}) {
 		t.Fatalf("DefaultConfig().FourLetterWords = %q, want srvr and ruok", got)
 	}
@@ -105,6 +106,7 @@ func TestFourLetterWordsDefaultWhitelist(t *testing.T) {
 // /debug/pprof/ is served only with Config.Pprof (-pprof); without it the
 // HTTP port answers 404 there and serves the rest as before.
 func TestHTTPPprofOnlyWithFlag(t *testing.T) {
+	t.Parallel()
 	def := NewTestCluster(t, 1, 0).Servers[0]
 	on := NewTestClusterWith(t, 1, 0, func(cfg *Config) { cfg.Pprof = true }).Servers[0]
 	get := func(s *Server, path string) (int, string) {

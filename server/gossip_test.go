@@ -13,17 +13,17 @@ import (
 // leader learns of them through memberlist and adds them (voters promoted
 // once caught up, observers as non-voters), and gossip tells who is alive.
 func TestGossipJoin(t *testing.T) {
-	c := &TestCluster{tb: t}
+	c := emptyCluster(t)
 	cfg := testConfig(t, "s1")
 	cfg.Bootstrap = true
 	cfg.GossipAddr = "127.0.0.1:0"
-	first := c.start(cfg)
+	first := c.Start(cfg)
 	for i := 2; i <= 4; i++ {
 		cfg := testConfig(t, fmt.Sprintf("s%d", i))
 		cfg.GossipAddr = "127.0.0.1:0"
 		cfg.GossipJoin = []string{first.GossipAddr()}
 		cfg.Observer = i == 4
-		c.start(cfg)
+		c.Start(cfg)
 	}
 	c.WaitMembers(3, 1)
 	s := newSession(t, c.Servers[2].GRPCAddr())
@@ -65,13 +65,13 @@ func TestGossipJoin(t *testing.T) {
 // joins through gossip; one with another key is not heard.
 func TestGossipKey(t *testing.T) {
 	key := []byte("0123456789abcdef")
-	c := &TestCluster{tb: t}
+	c := emptyCluster(t)
 	cfg := testConfig(t, "s1")
 	cfg.Bootstrap, cfg.GossipAddr, cfg.GossipKey = true, "127.0.0.1:0", key
-	first := c.start(cfg)
+	first := c.Start(cfg)
 	cfg = testConfig(t, "s2")
 	cfg.GossipAddr, cfg.GossipKey, cfg.GossipJoin = "127.0.0.1:0", key, []string{first.GossipAddr()}
-	c.start(cfg)
+	c.Start(cfg)
 	c.WaitMembers(2, 0)
 
 	stranger := testConfig(t, "s3")

@@ -12,6 +12,7 @@ import (
 // /metrics speaks Prometheus and counts requests; /health and /status
 // answer JSON.
 func TestHTTPEndpoints(t *testing.T) {
+	t.Parallel()
 	c := NewTestCluster(t, 1, 0)
 	srv := c.Servers[0]
 	s := newSession(t, srv.GRPCAddr())

@@ -215,6 +215,7 @@ func fourLetter(t *testing.T, addr, cmd string) string {
 // An ordinary election (a leadership transfer) drops no session and no
 // server stops serving for long enough to drop one.
 func TestElectionDropsNoOne(t *testing.T) {
+	t.Parallel()
 	c := NewTestCluster(t, 3, 0)
 	li := c.Leader()
 	var ps []*pinger

@@ -17,6 +17,7 @@ import (
 // a wrong password, a client ahead of the server, an oversize request, a
 // bad path, oversize data.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	c := NewTestCluster(t, 1, 0)
 	addr := c.Servers[0].GRPCAddr()
 	good := newSession(t, addr)
@@ -63,7 +64,7 @@ func TestBadInput(t *testing.T) {
 // one server accepts is applied by all, including one with a lower limit,
 // and data a server refuses changes nothing anywhere.
 func TestDataLimitIsCheckedBeforeTheLog(t *testing.T) {
-	c := &TestCluster{tb: t}
+	c := emptyCluster(t)
 	for i := 0; i < 3; i++ {
 		cfg := testConfig(t, fmt.Sprintf("s%d", i+1))
 		if i == 0 {
@@ -73,7 +74,7 @@ func TestDataLimitIsCheckedBeforeTheLog(t *testing.T) {
 			first := c.Servers[0]
 			cfg.Peers = []Peer{{ID: first.ID(), RaftAddr: first.RaftAddr(), GRPCAddr: first.GRPCAddr()}}
 		}
-		c.start(cfg)
+		c.Start(cfg)
 	}
 	c.WaitMembers(3, 0)
 	small := newSession(t, c.Servers[0].GRPCAddr())

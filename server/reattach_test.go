@@ -14,6 +14,7 @@ import (
 // replays: the server catches up with the leader before it looks the session
 // up, and takes it back instead of calling it expired.
 func TestReattachToRestartedServerBehindTheLog(t *testing.T) {
+	t.Parallel()
 	c := NewTestCluster(t, 3, 0)
 	li := c.Leader()
 	fi := (li + 1) % 3

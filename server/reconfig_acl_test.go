@@ -227,7 +227,7 @@ func TestReconfigAddsServersBeforeTheyRun(t *testing.T) {
 		for _, s := range c.Servers[:3] {
 			cfg.Peers = append(cfg.Peers, Peer{ID: s.ID(), RaftAddr: s.RaftAddr(), GRPCAddr: s.GRPCAddr()})
 		}
-		s := c.start(cfg)
+		s := c.Start(cfg)
 		conn := zkSession(t, []string{s.ZKAddr()}, false)
 		for _, p := range []string{"/before", fmt.Sprintf("/after-%d", ns.n)} {
 			var data []byte

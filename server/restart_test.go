@@ -347,7 +347,7 @@ func boltStore(cfg *Config) { cfg.LogStore = "bolt" }
 func checkStoreDirs(t *testing.T, c *TestCluster, kind string) {
 	t.Helper()
 	files := map[string]string{"bolt": "raft.db", "wal": "wal"}
-	for i, cfg := range c.configs {
+	for i, cfg := range c.Configs {
 		for k, f := range files {
 			_, err := os.Stat(filepath.Join(cfg.DataDir, f))
 			if (k == kind) != (err == nil) {

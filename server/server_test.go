@@ -6,6 +6,7 @@ import (
 )
 
 func TestSingleNodeCRUD(t *testing.T) {
+	t.Parallel()
 	c := NewTestCluster(t, 1, 0)
 	s := newSession(t, c.Servers[0].GRPCAddr())
 	r := mustOK(t, s.create("/a", "hello", vocab.ModePersistent))

@@ -101,6 +101,7 @@ func checkLogBounded(t *testing.T, s *Server, written int) {
 }
 
 func TestSnapshotByLogSizeBoundsLog(t *testing.T) {
+	t.Parallel()
 	c := NewTestClusterWith(t, 3, 0, func(cfg *Config) { cfg.SnapshotLogBytes = snapLimit })
 	li := c.Leader()
 	setup := newSessionOK(t, c.Servers[li].GRPCAddr())
@@ -146,6 +147,7 @@ func TestSnapshotByLogSizeBoundsLog(t *testing.T) {
 // never snapshots: the log holds everything (what the test above guards
 // against).
 func TestSnapshotByEntryCountAloneLetsLogGrow(t *testing.T) {
+	t.Parallel()
 	c := NewTestClusterWith(t, 1, 0, func(cfg *Config) { cfg.SnapshotLogBytes = 0 })
 	setup := newSessionOK(t, c.Servers[0].GRPCAddr())
 	mustOK(t, setup.create("/snap", "", vocab.ModePersistent))

@@ -32,6 +32,7 @@ func stageCounts(t *testing.T, s *Server) (map[string]uint64, map[string]float64
 // follower, the follower times its session layer, the forward hop, its
 // local apply and the reply, and the leader the proposer and raft.
 func TestWriteStagesObserved(t *testing.T) {
+	t.Parallel()
 	c := NewTestCluster(t, 3, 0)
 	li := c.Leader()
 	fi := (li + 1) % 3

@@ -36,6 +36,7 @@ func statusAll(t *testing.T, ctx context.Context, c *TestCluster) []*api.StatusR
 // member's lag as the leader's commit index less the member's applied
 // index.
 func TestStatusNoLagWhenIdle(t *testing.T) {
+	t.Parallel()
 	c := NewTestClusterWith(t, 3, 0, withAdmin)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

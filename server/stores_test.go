@@ -37,6 +37,7 @@ func (f *failingLogStore) StoreLogs(logs []*raft.Log) error {
 // nothing behind; once the store works again the server takes writes, and
 // what was acknowledged before is all there.
 func TestInjectedStoresAndAFailingLog(t *testing.T) {
+	t.Parallel()
 	mem := raft.NewInmemStore()
 	logs := &failingLogStore{LogStore: mem}
 	c := NewTestClusterWith(t, 1, 0, func(cfg *Config) {
@@ -45,7 +46,7 @@ func TestInjectedStoresAndAFailingLog(t *testing.T) {
 	srv := c.Servers[0]
 	s := newSession(t, srv.GRPCAddr())
 	mustOK(t, s.create("/kept", "v", vocab.ModePersistent))
-	if _, err := os.Stat(filepath.Join(c.configs[0].DataDir, "raft.db")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(c.Configs[0].DataDir, "raft.db")); !os.IsNotExist(err) {
 		t.Fatalf("raft.db in the data directory with stores handed in (stat: %v)", err)
 	}
 

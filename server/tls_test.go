@@ -44,6 +44,7 @@ func sessionOver(t *testing.T, addr string, opts ...grpc.DialOption) (*api.Conne
 // (raft and the server-to-server gRPC), clients reach gRPC and HTTP over
 // TLS and not in plaintext, and a session's writes replicate.
 func TestTLSEverywhere(t *testing.T) {
+	t.Parallel()
 	pki := NewTestPKI(t)
 	c := NewTestClusterWith(t, 3, 0, func(cfg *Config) { pki.UseIn(cfg) })
 	follower := c.Servers[(c.Leader()+1)%3]
@@ -82,7 +83,7 @@ func TestTLSEverywhere(t *testing.T) {
 	mustOK(t, rs.create("/over-tls", "x", vocab.ModePersistent))
 	mustOK(t, rs.sync())
 	for _, s := range c.Servers {
-		if !c.waitFor(10*time.Second, func() bool { _, err := s.View().Exists("/over-tls"); return err == nil }) {
+		if !c.WaitFor(10*time.Second, func() bool { _, err := s.View().Exists("/over-tls"); return err == nil }) {
 			t.Errorf("%s never applied the write", s.ID())
 		}
 	}
@@ -106,6 +107,7 @@ func TestTLSEverywhere(t *testing.T) {
 // restart; with -tls-client-auth a client without a certificate is
 // refused and one with a certificate the CA signed is served.
 func TestTLSRotationAndClientAuth(t *testing.T) {
+	t.Parallel()
 	pki := NewTestPKI(t)
 	c := NewTestClusterWith(t, 1, 0, func(cfg *Config) { pki.UseIn(cfg); cfg.TLSClientAuth = true })
 	addr := c.Servers[0].GRPCAddr()

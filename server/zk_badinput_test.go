@@ -74,6 +74,7 @@ func (r *rawZK) closed() bool {
 // Unimplemented and closes it; a body that does not decode is answered
 // MarshallingError; a wrong password gets a refused (zero) session.
 func TestZooKeeperBadInput(t *testing.T) {
+	t.Parallel()
 	c := NewTestCluster(t, 1, 0)
 	addr := c.Servers[0].ZKAddr()
 	good := dialZK(t, addr)

@@ -11,6 +11,7 @@ import (
 // A smoke test of the ZooKeeper front end with a real client we did not
 // write (go-zookeeper); the full suite lives in zk tests of its own.
 func TestZooKeeperProtocolSmoke(t *testing.T) {
+	t.Parallel()
 	c := NewTestCluster(t, 1, 0)
 	conn, events, err := gozk.Connect(c.ZKAddrs(), 5*time.Second, gozk.WithLogInfo(false))
 	if err != nil {

@@ -19,16 +19,12 @@ package testcluster
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
-	"reflect"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
 
 	"coord/internal/memnet"
+	"coord/internal/servergroup"
 	"coord/server"
 )
 
@@ -37,22 +33,16 @@ var Key = []byte("coord test cluster key, not a secret")
 
 // TB is the part of testing.TB a cluster uses (a package's TestMain can
 // hand in its own, for a cluster shared by its tests).
-type TB interface {
-	Helper()
-	Fatal(args ...any)
-	Fatalf(format string, args ...any)
-	Cleanup(func())
-	TempDir() string
-	Log(args ...any)
-}
+type TB = servergroup.TB
 
-// Cluster is a running in-process cluster.
+// Cluster is a running in-process cluster: its servers (Servers), their
+// configurations, and the waits on them (Leader, WaitMembers, WaitFor)
+// come from servergroup.Group.
 type Cluster struct {
-	tb      TB
-	Net     *memnet.Network
-	Servers []*server.Server
-	configs []server.Config
-	tweak   func(*server.Config)
+	*servergroup.Group[*server.Server, server.Config]
+	tb    TB
+	Net   *memnet.Network
+	tweak func(*server.Config)
 }
 
 // Config returns a server configuration with fast timings for in-process
@@ -76,7 +66,7 @@ func (c *Cluster) Config(id string, n int) server.Config {
 	cfg.RaftTimeout = 100 * time.Millisecond
 	cfg.ContainerCheckInterval = 200 * time.Millisecond
 	cfg.MaxClientConns = 0 // every test client comes from one address
-	cfg.Logger = logger(c.tb, id)
+	cfg.Logger = servergroup.Logger(c.tb, id)
 	cfg.ClusterKey = Key
 	return cfg
 }
@@ -87,7 +77,8 @@ func (c *Cluster) Config(id string, n int) server.Config {
 // changes each server's configuration before it starts.
 func New(tb TB, voters, observers int, tweak func(*server.Config)) *Cluster {
 	tb.Helper()
-	c := &Cluster{tb: tb, Net: memnet.New(), tweak: tweak}
+	c := &Cluster{tb: tb, Net: memnet.New(), tweak: tweak,
+		Group: &servergroup.Group[*server.Server, server.Config]{TB: tb, New: server.New}}
 	for i := 0; i < voters+observers; i++ {
 		cfg := c.Config(fmt.Sprintf("s%d", i+1), i+1)
 		if i == 0 {
@@ -100,22 +91,10 @@ func New(tb TB, voters, observers int, tweak func(*server.Config)) *Cluster {
 		if tweak != nil {
 			tweak(&cfg)
 		}
-		c.start(cfg)
+		c.Start(cfg)
 	}
 	c.WaitMembers(voters, observers)
 	return c
-}
-
-func (c *Cluster) start(cfg server.Config) *server.Server {
-	c.tb.Helper()
-	s, err := server.New(cfg)
-	if err != nil {
-		c.tb.Fatalf("starting %s: %v", cfg.ID, err)
-	}
-	c.tb.Cleanup(func() { s.Close() })
-	c.Servers = append(c.Servers, s)
-	c.configs = append(c.configs, cfg)
-	return s
 }
 
 // OnTCP, as New's tweak (or called from one), puts a server's peer plane
@@ -146,8 +125,8 @@ func (c *Cluster) Add(observer bool) *server.Server {
 	if c.tweak != nil {
 		c.tweak(&cfg)
 	}
-	voters, observers := c.members()
-	s := c.start(cfg)
+	voters, observers := c.Members()
+	s := c.Start(cfg)
 	if observer {
 		observers++
 	} else {
@@ -157,21 +136,10 @@ func (c *Cluster) Add(observer bool) *server.Server {
 	return s
 }
 
-// members counts the voters and non-voters in a running leader's
-// configuration (waiting for a leader).
-func (c *Cluster) members() (voters, observers int) {
-	c.tb.Helper()
-	v, o, err := c.Servers[c.Leader()].RaftConfiguration()
-	if err != nil {
-		c.tb.Fatalf("the leader's configuration: %v", err)
-	}
-	return len(v), len(o)
-}
-
 // ConfigOf is the configuration server i runs with (after New's tweak; its
 // addresses as configured, which may end in :0: the server's methods say
 // where it listens).
-func (c *Cluster) ConfigOf(i int) server.Config { return c.configs[i] }
+func (c *Cluster) ConfigOf(i int) server.Config { return c.Configs[i] }
 
 // Kill stops server i at once (its clients lose their connection; its
 // stores keep what it wrote).
@@ -182,28 +150,14 @@ func (c *Cluster) Kill(i int) { c.Servers[i].Close() }
 func (c *Cluster) Restart(i int) *server.Server {
 	c.tb.Helper()
 	old := c.Servers[i]
-	old.Close()
-	cfg := c.configs[i]
+	cfg := c.Configs[i]
 	cfg.GRPCAddr = old.GRPCAddr() // its clients find it again
 	tries := 1
 	if cfg.PeerNetwork == nil { // OnTCP: the others know its port
 		cfg.RaftAddr = old.RaftAddr()
-		tries = 50 // the ports may take a moment to free
+		tries = 50
 	}
-	var s *server.Server
-	var err error
-	for try := 0; try < tries; try++ {
-		if s, err = server.New(cfg); err == nil {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err != nil {
-		c.tb.Fatalf("restarting %s: %v", cfg.ID, err)
-	}
-	c.tb.Cleanup(func() { s.Close() })
-	c.Servers[i], c.configs[i] = s, cfg
-	return s
+	return c.Group.Restart(i, cfg, tries)
 }
 
 // Isolate cuts server i off from every other server (its clients still
@@ -234,7 +188,7 @@ func (c *Cluster) Partition(groups ...[]int) {
 // in-memory network (OnTCP): no cut could reach it.
 func (c *Cluster) onMemnet(what string) {
 	c.tb.Helper()
-	for _, cfg := range c.configs {
+	for _, cfg := range c.Configs {
 		if cfg.PeerNetwork == nil {
 			c.tb.Fatalf("testcluster: %s on a cluster whose peer plane is on TCP (OnTCP, server %s): only the in-memory network can be cut", what, cfg.ID)
 		}
@@ -243,111 +197,3 @@ func (c *Cluster) onMemnet(what string) {
 
 // Heal ends every cut.
 func (c *Cluster) Heal() { c.Net.Heal() }
-
-// WaitFor waits until cond holds, checking it again whenever any running
-// server changes (role, leader, an applied entry), for at most limit; it
-// reports whether cond held.
-func (c *Cluster) WaitFor(limit time.Duration, cond func() bool) bool {
-	timer := time.NewTimer(limit)
-	defer timer.Stop()
-	for {
-		cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)}}
-		for _, s := range c.Servers {
-			if !s.Closed() {
-				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.Changed())})
-			}
-		}
-		if cond() {
-			return true
-		}
-		if chosen, _, _ := reflect.Select(cases); chosen == 0 {
-			return cond()
-		}
-	}
-}
-
-// Leader waits for a leader among the running servers and returns its
-// index.
-func (c *Cluster) Leader() int {
-	c.tb.Helper()
-	leader := -1
-	if !c.WaitFor(10*time.Second, func() bool {
-		for i, s := range c.Servers {
-			if !s.Closed() && s.IsLeader() {
-				leader = i
-				return true
-			}
-		}
-		return false
-	}) {
-		c.tb.Fatal("no leader within 10s")
-	}
-	return leader
-}
-
-// WaitMembers waits until a leader's configuration has the given numbers
-// of voters and non-voters.
-func (c *Cluster) WaitMembers(voters, observers int) {
-	c.tb.Helper()
-	var v, o []string
-	if !c.WaitFor(20*time.Second, func() bool {
-		for _, s := range c.Servers {
-			if !s.Closed() && s.IsLeader() {
-				var err error
-				v, o, err = s.RaftConfiguration()
-				return err == nil && len(v) == voters && len(o) == observers
-			}
-		}
-		return false
-	}) {
-		c.tb.Fatalf("cluster has voters %v and non-voters %v, want %d and %d", v, o, voters, observers)
-	}
-}
-
-// ZKAddrs are the ZooKeeper protocol addresses of the running servers.
-func (c *Cluster) ZKAddrs() []string {
-	var out []string
-	for _, s := range c.Servers {
-		if !s.Closed() {
-			out = append(out, s.ZKAddr())
-		}
-	}
-	return out
-}
-
-// Addrs are the gRPC addresses of the running servers.
-func (c *Cluster) Addrs() []string {
-	var out []string
-	for _, s := range c.Servers {
-		if !s.Closed() {
-			out = append(out, s.GRPCAddr())
-		}
-	}
-	return out
-}
-
-// logger logs to the test's log when COORD_TEST_LOG is set, and nowhere
-// otherwise (raft is chatty).
-func logger(tb TB, id string) *slog.Logger {
-	if os.Getenv("COORD_TEST_LOG") == "" {
-		return slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	w := &tbWriter{tb: tb}
-	tb.Cleanup(func() { w.mu.Lock(); w.done = true; w.mu.Unlock() })
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})).With("id", id)
-}
-
-type tbWriter struct {
-	mu   sync.Mutex
-	tb   TB
-	done bool
-}
-
-func (w *tbWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.tb.Log(string(p))
-	}
-	return len(p), nil
-}
