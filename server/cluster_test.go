@@ -359,15 +359,44 @@ func TestWatchOrderingAndFIFO(t *testing.T) {
 	}
 
 	// FIFO: pipelined creates and reads answer in order and each read sees
-	// the writes sent before it.
-	var xids []int64
-	for i := 0; i < 100; i++ {
-		xids = append(xids, reader.send(&api.Request{Op: &api.Request_Create{Create: &api.CreateRequest{
-			Path: fmt.Sprintf("/f%03d", i), Acl: []*api.ACL{{Perms: int32(vocab.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}}}}))
-		xids = append(xids, reader.send(&api.Request{Op: &api.Request_Exists{Exists: &api.ExistsRequest{Path: fmt.Sprintf("/f%03d", i)}}}))
-	}
-	for _, x := range xids {
-		mustOK(t, reader.recv(x))
+	// the writes sent before it. A leader change on a loaded machine
+	// (-race) may close the connection: every answer after the loss is
+	// then a connection loss (none OK), and the check runs again on a new
+	// session.
+	for attempt, s := 0, reader; ; attempt++ {
+		var xids []int64
+		for i := 0; i < 100; i++ {
+			path := fmt.Sprintf("/f%d-%03d", attempt, i)
+			xids = append(xids, s.send(&api.Request{Op: &api.Request_Create{Create: &api.CreateRequest{
+				Path: path, Acl: []*api.ACL{{Perms: int32(vocab.PermAll), Id: &api.Id{Scheme: "world", Id: "anyone"}}}}}}))
+			xids = append(xids, s.send(&api.Request{Op: &api.Request_Exists{Exists: &api.ExistsRequest{Path: path}}}))
+		}
+		lost := false
+		for _, x := range xids {
+			r, err := s.tryRecv(x)
+			switch {
+			case err != nil:
+				lost = true
+			case lost || vocab.Code(r.Err) == vocab.ConnectionLoss:
+				if vocab.Code(r.Err) != vocab.ConnectionLoss {
+					t.Fatalf("xid %d answered %v after a connection loss", x, vocab.Code(r.Err))
+				}
+				lost = true
+			default:
+				mustOK(t, r)
+			}
+			if err != nil {
+				break
+			}
+		}
+		if !lost {
+			break
+		}
+		if attempt == 2 {
+			t.Fatal("three sessions lost their connection during the FIFO check")
+		}
+		t.Logf("the connection was lost during the FIFO check (a leader change); again on a new session")
+		s = newSession(t, c.Servers[c.Leader()].GRPCAddr())
 	}
 }
 
