@@ -144,8 +144,11 @@ func (c *Conn) SetDeadline(t time.Time) error {
 	if c.closed.Load() {
 		return c.opErr("set", net.ErrClosed)
 	}
-	c.rdl.set(t)
+	// The write deadline first: a Read the read deadline wakes, and
+	// whatever its goroutine does next, then finds both set (as one call
+	// sets both on a real connection).
 	c.wdl.set(t)
+	c.rdl.set(t)
 	return nil
 }
 
