@@ -60,8 +60,11 @@ func (l fixedListener) Addr() net.Addr            { return &net.TCPAddr{IP: net.
 // offers it a second time.
 func TestPortsNeverRepeat(t *testing.T) {
 	offers := []int{41001, 41001, 41002}
-	old := listen
-	defer func() { listen = old }()
+	// A fresh record of what was given: an earlier test may have been
+	// handed 41001 or 41002 by the kernel (a CI run was).
+	old, oldGiven := listen, given
+	given = map[int]bool{}
+	defer func() { listen, given = old, oldGiven }()
 	listen = func() (net.Listener, error) {
 		p := offers[0]
 		offers = offers[1:]
