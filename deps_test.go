@@ -161,7 +161,7 @@ var offDiagram = map[string]row{
 	// a free Docker subnet and host port prefix for a compose project (deploy's and jepsen's compose tests)
 	"internal/composenet": {},
 	// a FUSE filesystem that forgets what was not fsynced (power loss, torn writes, fsync errors) for jepsen/'s disk faults
-	"jepsen/forgetfs": {},
+	"jepsen/forgetfs": {tests: []string{"internal/freeport"}},
 	// the runner of jepsen/'s harness (a command of the drawn jepsen/)
 	"jepsen/cmd/jepsen": {imports: []string{"jepsen"}},
 	"zk/compat": {testOnly: true, tests: []string{"server", "vocab", "internal/netlab", "internal/fourletter", "internal/freeport",

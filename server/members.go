@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"coord/api"
+	"coord/server/replica"
 )
 
 // A server learns the other servers' addresses from its configuration,
@@ -76,7 +77,7 @@ func (s *Server) saveMembers() {
 	if bytes.Equal(b, f.last) {
 		return
 	}
-	if err := writeFileAtomic(filepath.Join(s.cfg.DataDir, membersFile), b); err != nil {
+	if err := writeFileAtomic(filepath.Join(s.cfg.DataDir, membersFile), b, 0o640); err != nil {
 		s.log.Warn("remembering members", "err", err)
 		return
 	}
@@ -84,10 +85,11 @@ func (s *Server) saveMembers() {
 }
 
 // writeFileAtomic replaces path with b: a reader sees the old file or the
-// new one, never a part.
-func writeFileAtomic(path string, b []byte) error {
+// new one, never a part, and after a power loss too (the data is synced
+// before the rename, the directory after it).
+func writeFileAtomic(path string, b []byte, perm os.FileMode) error {
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, perm)
 	if err != nil {
 		return err
 	}
@@ -105,7 +107,8 @@ func writeFileAtomic(path string, b []byte) error {
 		os.Remove(tmp)
 		return fmt.Errorf("server: writing %s: %w", path, err)
 	}
-	return nil
+	// The new name is durable once its directory is.
+	return replica.SyncDir(filepath.Dir(path))
 }
 
 // discover learns the addresses of the cluster's servers from the servers

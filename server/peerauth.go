@@ -95,7 +95,7 @@ func (s *Server) clusterKey() ([]byte, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("server: data dir: %w", err)
 	}
-	if err := os.WriteFile(path, text, 0o600); err != nil {
+	if err := writeFileAtomic(path, text, 0o600); err != nil {
 		return nil, fmt.Errorf("server: writing the cluster key: %w", err)
 	}
 	s.log.Info("generated a cluster key: another server joins this one only with it (-cluster-key-file)", "path", path)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,6 +124,11 @@ func New(cfg Config) (*Server, error) {
 	s.sess = sess
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("server: data dir: %w", err)
+	}
+	// A data directory made just now is an entry of its parent: durable
+	// once the parent is synced.
+	if err := replica.SyncDir(filepath.Dir(filepath.Clean(cfg.DataDir))); err != nil {
+		return nil, err
 	}
 	peerAuth, err := s.peerAuth()
 	if err != nil {

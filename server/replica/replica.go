@@ -280,6 +280,14 @@ func (r *Replica) startRaft() error {
 			closer.Close()
 			return fmt.Errorf("server: snapshot store: %w", err)
 		}
+		// The log's and the snapshots' directories (wal/ or raft.db,
+		// snapshots/) are entries of the data directory: durable only
+		// once it is synced, before anything is acknowledged (a power
+		// loss took the whole wal/ with every acknowledged write).
+		if err := SyncDir(cfg.DataDir); err != nil {
+			closer.Close()
+			return err
+		}
 		r.log.Info("raft log store", "kind", kind, "dir", cfg.DataDir)
 		logStore, stable, snaps, r.closer, r.storeKind = ls, ss, fss, closer, kind
 	}

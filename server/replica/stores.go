@@ -277,3 +277,21 @@ func (r *Replica) StoreHeadroom() uint64 {
 	}
 	return 0
 }
+
+// SyncDir fsyncs the directory at path, so that the entries created,
+// renamed or removed in it survive a power loss (an fsync of a file does
+// not make its name durable).
+func SyncDir(path string) error {
+	d, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("server: syncing directory %s: %w", path, err)
+	}
+	return nil
+}
