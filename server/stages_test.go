@@ -4,6 +4,7 @@ import (
 	"coord/vocab"
 	"fmt"
 	"testing"
+	"time"
 )
 
 // stageCounts returns how many observations each write stage histogram of
@@ -49,7 +50,14 @@ func TestWriteStagesObserved(t *testing.T) {
 		mustOK(t, s.get(path, false))
 	}
 	lc, ls := stageCounts(t, c.Servers[li])
+	// A follower may answer a write as soon as it applied it (the
+	// leader's commit notice), before the leader's answer to the forward
+	// arrives and times that stage: wait for those answers.
 	fc, _ := stageCounts(t, c.Servers[fi])
+	for deadline := time.Now().Add(5 * time.Second); fc["forward"] < n+1 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		fc, _ = stageCounts(t, c.Servers[fi])
+	}
 	t.Logf("leader: %v\nfollower: %v", lc, fc)
 	for _, st := range []string{"session", "propose_queue", "reply", "total"} {
 		if lc[st] < n+1 {
