@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -122,13 +123,17 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.sess = sess
+	_, statErr := os.Stat(cfg.DataDir)
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("server: data dir: %w", err)
 	}
 	// A data directory made just now is an entry of its parent: durable
-	// once the parent is synced.
-	if err := replica.SyncDir(filepath.Dir(filepath.Clean(cfg.DataDir))); err != nil {
-		return nil, err
+	// once the parent is synced. A parent this server may not read (it
+	// can still create in it) is only warned about.
+	if errors.Is(statErr, os.ErrNotExist) {
+		if err := replica.SyncDir(filepath.Dir(filepath.Clean(cfg.DataDir))); err != nil {
+			log.Warn("the new data directory's name may not survive a power loss", "err", err)
+		}
 	}
 	peerAuth, err := s.peerAuth()
 	if err != nil {

@@ -456,11 +456,19 @@ func (r *Replica) Changed() <-chan struct{} {
 	return r.changeCh
 }
 
-func (r *Replica) signalChange() {
+func (r *Replica) signalChange() { r.signal(false) }
+
+// signal closes and renews Changed's channel, and roleChanged's too when
+// raft's role, leader or peers changed.
+func (r *Replica) signal(role bool) {
 	r.changeMu.Lock()
+	defer r.changeMu.Unlock()
 	close(r.changeCh)
 	r.changeCh = make(chan struct{})
-	r.changeMu.Unlock()
+	if role {
+		close(r.roleCh)
+		r.roleCh = make(chan struct{})
+	}
 }
 
 // roleChanged returns a channel closed when raft next observes a change of
@@ -488,11 +496,7 @@ func (r *Replica) watchRaft() {
 	for {
 		select {
 		case <-ch:
-			r.changeMu.Lock()
-			close(r.roleCh)
-			r.roleCh = make(chan struct{})
-			r.changeMu.Unlock()
-			r.signalChange()
+			r.signal(true)
 		case <-r.closing:
 			return
 		}
