@@ -175,7 +175,7 @@ var offDiagram = map[string]row{
 var helpers = map[string][]string{
 	"cmd/coordctl":    {"internal/fourletter"},                      // its 4lw command
 	"internal/zkproc": {"internal/fourletter", "internal/freeport"}, // a ZooKeeper's ports, and its srvr
-	"jepsen":          {"internal/freeport"},                        // its servers' ports
+	"jepsen":          {"internal/freeport", "jepsen/forgetfs"},     // its servers' ports; the power nemeses' filesystem
 }
 
 // testExtras are coord packages the _test.go files of a drawn package may

@@ -48,7 +48,7 @@ func (l *localCluster) start(ctx context.Context, rep *Report) ([]fault, error) 
 	if err != nil {
 		return nil, err
 	}
-	nemeses, notes, cleanup := prepareNemeses(nemeses, rep.Dir, l.cfg.Voters, l.cfg.Log)
+	nemeses, notes, cleanup := prepareNemeses(nemeses, rep.Dir, l.cfg.Voters, l.cfg.Voters+l.cfg.Observers, l.cfg.Log)
 	rep.Notes = append(rep.Notes, notes...)
 	l.cleanup = cleanup
 

@@ -49,11 +49,11 @@ const (
 // preparer is a nemesis that needs something set up before the servers
 // start and removed after they stopped.
 type preparer interface {
-	prepare(dir string, voters int) error
+	prepare(dir string, voters, servers int) error
 	cleanup() error
 }
 
-func (d *nodeDisk) prepare(dir string, voters int) (err error) {
+func (d *nodeDisk) prepare(dir string, voters, _ int) (err error) {
 	if d.loop != "" {
 		return nil
 	}
@@ -174,10 +174,12 @@ type diskFullNemesis struct {
 	logOff int64 // the target's log size at Inject
 }
 
-func (n *diskFullNemesis) Name() string                         { return "disk-full" }
-func (n *diskFullNemesis) prepare(dir string, voters int) error { return n.d.prepare(dir, voters) }
-func (n *diskFullNemesis) cleanup() error                       { return n.d.cleanup() }
-func (n *diskFullNemesis) HealNote() string                     { return n.note }
+func (n *diskFullNemesis) Name() string { return "disk-full" }
+func (n *diskFullNemesis) prepare(dir string, voters, servers int) error {
+	return n.d.prepare(dir, voters, servers)
+}
+func (n *diskFullNemesis) cleanup() error   { return n.d.cleanup() }
+func (n *diskFullNemesis) HealNote() string { return n.note }
 
 func (n *diskFullNemesis) Inject(ctx context.Context, c *Cluster, r *rand.Rand) (string, error) {
 	n.note = ""
@@ -240,11 +242,11 @@ type diskSlowNemesis struct {
 }
 
 func (n *diskSlowNemesis) Name() string { return "disk-slow" }
-func (n *diskSlowNemesis) prepare(dir string, voters int) error {
+func (n *diskSlowNemesis) prepare(dir string, voters, servers int) error {
 	if _, err := os.Stat(filepath.Join(blkioRoot, "blkio.throttle.write_iops_device")); err != nil {
 		return fmt.Errorf("no cgroup v1 blkio throttling here: %v", err)
 	}
-	return n.d.prepare(dir, voters)
+	return n.d.prepare(dir, voters, servers)
 }
 func (n *diskSlowNemesis) cleanup() error   { return n.d.cleanup() }
 func (n *diskSlowNemesis) HealNote() string { return n.note }

@@ -7,8 +7,9 @@ import (
 )
 
 // addNemeses registers the nemeses of nemesis_net.go, nemesis_proc.go,
-// nemesis_member.go and nemesis_disk.go. The network ones need a Lab; the
-// disk ones share one filesystem on the last voter.
+// nemesis_member.go, nemesis_disk.go and nemesis_power.go. The network ones
+// need a Lab; the disk ones share one filesystem on the last voter, the
+// power ones a forgetfs mount over every server's data directory.
 func addNemeses(m map[string]Nemesis, lab *Lab) {
 	m["kill-majority"] = &killMajorityNemesis{}
 	m["clock"] = &clockNemesis{}
@@ -16,6 +17,13 @@ func addNemeses(m map[string]Nemesis, lab *Lab) {
 	d := &nodeDisk{}
 	m["disk-full"] = &diskFullNemesis{d: d}
 	m["disk-slow"] = &diskSlowNemesis{d: d}
+	p := &powerDisks{}
+	for _, k := range []string{"one", "minority", "all"} {
+		n := &powerLossNemesis{d: p, kind: k}
+		m[n.Name()] = n
+	}
+	m["torn-write"] = &tornWriteNemesis{d: p}
+	m["fsync-error"] = &fsyncErrorNemesis{d: p}
 	if lab != nil {
 		for _, k := range []string{"bridge", "oneway", "loss", "latency"} {
 			n := &netNemesis{lab: lab, kind: k}
@@ -47,7 +55,7 @@ func labNeeds(names []string, servers int) (bool, int) {
 // disk nemeses' filesystem). A nemesis that cannot be set up here is left
 // out, with a note. cleanup undoes it all once the servers are stopped; it
 // may be called more than once and reports anything left behind.
-func prepareNemeses(ns []Nemesis, dir string, voters int, log *slog.Logger) (kept []Nemesis, notes []string, cleanup func() error) {
+func prepareNemeses(ns []Nemesis, dir string, voters, servers int, log *slog.Logger) (kept []Nemesis, notes []string, cleanup func() error) {
 	var prepared []preparer
 	for _, n := range ns {
 		p, ok := n.(preparer)
@@ -55,7 +63,7 @@ func prepareNemeses(ns []Nemesis, dir string, voters int, log *slog.Logger) (kep
 			kept = append(kept, n)
 			continue
 		}
-		if err := p.prepare(dir, voters); err != nil {
+		if err := p.prepare(dir, voters, servers); err != nil {
 			notes = append(notes, n.Name()+" left out: "+err.Error())
 			log.Warn("nemesis left out", "nemesis", n.Name(), "err", err)
 			continue

@@ -201,16 +201,7 @@ func (c *Cluster) admin(ctx context.Context, f func(context.Context, api.AdminCl
 		if err != nil {
 			break
 		}
-		cc, err := grpc.NewClient(c.nodes[l].grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			return err
-		}
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		// Adding, removing and moving the leader need an admin identity.
-		cctx = metadata.AppendToOutgoingContext(cctx, adminDigestMetadata, adminUserPassword)
-		last = f(cctx, api.NewAdminClient(cc))
-		cancel()
-		cc.Close()
+		last = c.adminAt(ctx, l, f)
 		if last == nil || !strings.Contains(last.Error(), "not the leader") {
 			return last
 		}
@@ -220,6 +211,21 @@ func (c *Cluster) admin(ctx context.Context, f func(context.Context, api.AdminCl
 		last = ctx.Err()
 	}
 	return last
+}
+
+// adminAt calls f once with an Admin client of server i, as the runner's
+// admin identity.
+func (c *Cluster) adminAt(ctx context.Context, i int, f func(context.Context, api.AdminClient) error) error {
+	cc, err := grpc.NewClient(c.nodes[i].grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	// Adding, removing and moving the leader need an admin identity.
+	cctx = metadata.AppendToOutgoingContext(cctx, adminDigestMetadata, adminUserPassword)
+	return f(cctx, api.NewAdminClient(cc))
 }
 
 // Members is the leader's raft configuration, sorted: "s1:voter s2:voter

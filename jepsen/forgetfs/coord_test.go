@@ -95,11 +95,11 @@ func TestCoordLosesNothingAcknowledgedOnPowerLoss(t *testing.T) {
 		}
 		cmd.Wait()
 		c.Close()
-		n, err := f.PowerLoss(Loss{Torn: round%2 == 1, Rand: r})
+		lost, err := f.PowerLoss(Loss{Torn: round%2 == 1, Rand: r})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("round %d: %d znodes acknowledged so far; the power loss undid %d unsynced changes", round, len(acked), n)
+		t.Logf("round %d: %d znodes acknowledged so far; the power loss undid %d unsynced changes (torn: %q)", round, len(acked), lost.Undone, lost.Torn)
 		if err := f.Remount(); err != nil {
 			t.Fatal(err)
 		}

@@ -27,6 +27,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -47,6 +48,14 @@ type FS struct {
 	stashSeq  int
 	failFsync bool
 	fsyncs    int // fsyncs seen (files and directories)
+
+	// A power cut armed by CutAt: the write it waits for, what it tells,
+	// and once it happened, the write it cut after and the channel the
+	// writes and fsyncs after it wait on until PowerLoss.
+	cutMatch func(path string) bool
+	cutTell  chan string
+	cutAfter *change
+	frozen   chan struct{}
 }
 
 type kind int
@@ -198,21 +207,46 @@ type Loss struct {
 	Rand *rand.Rand
 }
 
+// Lost is what a power loss undid.
+type Lost struct {
+	// Undone counts the changes undone (a torn write counts as one).
+	Undone int
+	// Torn names the write kept in part ("" if none): its file, relative
+	// to the backing directory, and how many of its bytes were kept.
+	Torn string
+}
+
 // PowerLoss unmounts (the processes using the mount must be gone) and
-// undoes every change no fsync made durable, newest first. It returns how
-// many it undid.
-func (f *FS) PowerLoss(l Loss) (int, error) {
-	if err := f.Unmount(); err != nil {
-		return 0, fmt.Errorf("forgetfs: unmounting %s: %w", f.mountpoint, err)
+// undoes every change no fsync made durable, newest first.
+func (f *FS) PowerLoss(l Loss) (Lost, error) {
+	var lost Lost
+	// The kernel lets go of a killed process's files a moment after it
+	// is reaped: the unmount may be refused as busy until then.
+	f.thaw()
+	var err error
+	for k := 0; k < 50; k++ {
+		if err = f.Unmount(); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		return lost, fmt.Errorf("forgetfs: unmounting %s: %w", f.mountpoint, err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	defer func() { f.cutMatch, f.cutTell, f.cutAfter = nil, nil, nil }()
 	r := l.Rand
 	if r == nil {
 		r = rand.New(rand.NewSource(1))
 	}
 	torn := -1
-	if l.Torn {
+	for i, c := range f.log {
+		if l.Torn && c == f.cutAfter && c.newLen > 1 {
+			torn = i
+		}
+	}
+	if l.Torn && torn < 0 {
 		for i := len(f.log) - 1; i >= 0; i-- {
 			if f.log[i].kind == kWrite && f.log[i].newLen > 1 {
 				torn = i
@@ -225,13 +259,97 @@ func (f *FS) PowerLoss(l Loss) (int, error) {
 		keep := 0
 		if i == torn {
 			keep = r.Intn(f.log[i].newLen)
+			lost.Torn = fmt.Sprintf("%s: kept %d of %d bytes written at %d", f.rel(f.log[i].ino), keep, f.log[i].newLen, f.log[i].off)
 		}
 		if err := f.undo(f.log[i], keep); err != nil {
-			return n - i, fmt.Errorf("forgetfs: undoing change %d of %d: %w", i+1, n, err)
+			return lost, fmt.Errorf("forgetfs: undoing change %d of %d: %w", i+1, n, err)
 		}
+		lost.Undone++
 	}
 	f.log = nil
-	return n, nil
+	return lost, nil
+}
+
+// CutAt arms a power cut at the next write to a file whose path (relative
+// to the backing directory, as it was named when opened) satisfies match:
+// that write reaches the backing directory, and every write and fsync
+// after it waits, as on a machine that stopped, until PowerLoss (then they
+// fail with EIO: kill the processes using the mount first). The channel
+// tells the file's path once the cut happened. A PowerLoss with Torn
+// tears that write.
+func (f *FS) CutAt(match func(path string) bool) <-chan string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cutMatch, f.cutTell, f.cutAfter = match, make(chan string, 1), nil
+	return f.cutTell
+}
+
+// cutIfArmed cuts the power after write c to the file at rel if CutAt
+// asked for that.
+func (f *FS) cutIfArmed(rel string, c *change) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cutMatch == nil || f.cutAfter != nil || !f.cutMatch(rel) {
+		return
+	}
+	f.cutAfter, f.frozen = c, make(chan struct{})
+	f.cutTell <- rel
+}
+
+// stopped waits while the power is cut, and says EIO after it: nothing
+// after the cut reaches the disk.
+func (f *FS) stopped() syscall.Errno {
+	f.mu.Lock()
+	frozen := f.frozen
+	f.mu.Unlock()
+	if frozen == nil {
+		return 0
+	}
+	<-frozen
+	return syscall.EIO
+}
+
+// thaw lets the operations waiting since a cut fail.
+func (f *FS) thaw() {
+	f.mu.Lock()
+	if f.frozen != nil {
+		close(f.frozen)
+		f.frozen = nil
+	}
+	f.mu.Unlock()
+}
+
+// LastWrite names the file of the newest unsynced change, relative to the
+// backing directory, if that change is a write ("" otherwise).
+func (f *FS) LastWrite() string {
+	f.mu.Lock()
+	var ino uint64
+	if n := len(f.log); n > 0 && f.log[n-1].kind == kWrite {
+		ino = f.log[n-1].ino
+	}
+	f.mu.Unlock()
+	if ino == 0 {
+		return ""
+	}
+	return f.rel(ino)
+}
+
+// rel is the path of the file or directory ino relative to the backing
+// directory ("?" if it is gone or only in the stash).
+func (f *FS) rel(ino uint64) string {
+	paths, err := f.paths()
+	if err != nil {
+		return "?"
+	}
+	p, ok := paths[ino]
+	if !ok {
+		return "?"
+	}
+	r, err := filepath.Rel(f.backing, p)
+	if err != nil || strings.HasPrefix(r, "..") {
+		return "?"
+	}
+	return r
 }
 
 // paths maps the backing and stash directories' inodes to a path.
@@ -354,6 +472,9 @@ func (f *FS) record(c *change) {
 // synced makes durable what an fsync of ino makes durable; it fails when
 // fsync is set to fail.
 func (f *FS) synced(ino uint64) syscall.Errno {
+	if errno := f.stopped(); errno != 0 {
+		return errno
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fsyncs++

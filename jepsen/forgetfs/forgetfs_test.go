@@ -3,11 +3,14 @@ package forgetfs
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // mount mounts a forgetfs over a fresh backing directory, or skips the
@@ -97,11 +100,13 @@ func content(t *testing.T, p string) string {
 	return string(b)
 }
 
-func powerLoss(t *testing.T, f *FS, l Loss) {
+func powerLoss(t *testing.T, f *FS, l Loss) Lost {
 	t.Helper()
-	if _, err := f.PowerLoss(l); err != nil {
+	lost, err := f.PowerLoss(l)
+	if err != nil {
 		t.Fatal(err)
 	}
+	return lost
 }
 
 // A write not fsynced is gone after a power loss, a synced one survives;
@@ -204,8 +209,14 @@ func TestTornWriteKeepsAPrefix(t *testing.T) {
 	syncDir(t, mnt)
 	tail := "0123456789abcdefghij"
 	appendTo(t, filepath.Join(mnt, "log"), tail, false)
-	powerLoss(t, f, Loss{Torn: true, Rand: rand.New(rand.NewSource(7))})
+	if w := f.LastWrite(); w != "log" {
+		t.Fatalf("LastWrite before the power loss: %q, want log", w)
+	}
+	lost := powerLoss(t, f, Loss{Torn: true, Rand: rand.New(rand.NewSource(7))})
 	got := content(t, filepath.Join(backing, "log"))
+	if want := fmt.Sprintf("log: kept %d of %d bytes written at 5", len(got)-5, len(tail)); lost.Torn != want {
+		t.Errorf("Lost.Torn = %q, want %q", lost.Torn, want)
+	}
 	if len(got) < len("head|") || got[:5] != "head|" || len(got) >= len("head|")+len(tail) || !bytes.HasPrefix([]byte(tail), []byte(got[5:])) {
 		t.Fatalf("after a torn write: %q, want head| and a proper prefix of %q", got, tail)
 	}
@@ -234,4 +245,60 @@ func TestFailedFsyncMakesNothingDurable(t *testing.T) {
 	if got := content(t, filepath.Join(backing, "f")); got != "durable" {
 		t.Fatalf("after a failed fsync and a power loss: %q", got)
 	}
+}
+
+// CutAt cuts the power right after the write it waits for: later writes
+// and fsyncs wait (none reaches the disk), fail once the power loss is
+// done, and a torn power loss tears the write the cut came after.
+func TestCutStopsEverythingAfterTheWrite(t *testing.T) {
+	f, mnt, backing := mount(t)
+	write(t, filepath.Join(mnt, "log"), "head|", true)
+	syncDir(t, mnt)
+	cut := f.CutAt(func(p string) bool { return p == "log" })
+	write(t, filepath.Join(mnt, "other"), "not the one", false)
+	select {
+	case p := <-cut:
+		t.Fatalf("cut at %s", p)
+	default:
+	}
+	appendTo(t, filepath.Join(mnt, "log"), "0123456789", false)
+	select {
+	case p := <-cut:
+		if p != "log" {
+			t.Fatalf("cut after a write to %q", p)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no cut after the write to log")
+	}
+	done := make(chan error, 1)
+	go func() {
+		fd, err := os.OpenFile(filepath.Join(mnt, "log"), os.O_WRONLY|os.O_APPEND, 0)
+		if err == nil {
+			if _, err = fd.Write([]byte("after")); err == nil {
+				err = fd.Sync()
+			}
+			fd.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("a write after the cut returned (%v) before the power loss", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	lost := powerLoss(t, f, Loss{Torn: true, Rand: rand.New(rand.NewSource(3))})
+	if err := <-done; !errors.Is(err, syscall.EIO) {
+		t.Errorf("the write after the cut: %v, want EIO", err)
+	}
+	got := content(t, filepath.Join(backing, "log"))
+	if !strings.HasPrefix(got, "head|") || len(got) >= len("head|0123456789") || !strings.HasPrefix("0123456789", got[5:]) {
+		t.Errorf("log after the cut and power loss: %q, want head| and a proper prefix of 0123456789", got)
+	}
+	if !strings.HasPrefix(lost.Torn, "log: kept ") {
+		t.Errorf("Lost.Torn = %q, want the write to log", lost.Torn)
+	}
+	if _, err := os.Stat(filepath.Join(backing, "other")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an unsynced file survived the power loss: %v", err)
+	}
+	t.Logf("cut after the write to log; %+v", lost)
 }

@@ -216,7 +216,8 @@ type file struct {
 	lf  *gofs.LoopbackFile
 	fs  *FS
 	ino uint64
-	fd  int // a read-only descriptor of the backing file, to read what a write replaces
+	rel string // its path when opened, relative to the backing directory
+	fd  int    // a read-only descriptor of the backing file, to read what a write replaces
 }
 
 func (f *FS) wrap(fh gofs.FileHandle, p string) gofs.FileHandle {
@@ -228,7 +229,11 @@ func (f *FS) wrap(fh gofs.FileHandle, p string) gofs.FileHandle {
 	if err != nil {
 		fd = -1
 	}
-	return &file{lf: lf, fs: f, ino: inoOf(p), fd: fd}
+	rel, err := filepath.Rel(f.backing, p)
+	if err != nil {
+		rel = p
+	}
+	return &file{lf: lf, fs: f, ino: inoOf(p), rel: rel, fd: fd}
 }
 
 var (
@@ -251,13 +256,18 @@ func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, sysca
 	if f.fd < 0 {
 		return 0, syscall.EIO
 	}
+	if errno := f.fs.stopped(); errno != 0 {
+		return 0, errno
+	}
 	old, size, err := before(f.fd, off, len(data))
 	if err != nil {
 		return 0, gofs.ToErrno(err)
 	}
 	n, errno := f.lf.Write(ctx, data, off)
 	if n > 0 {
-		f.fs.record(&change{kind: kWrite, ino: f.ino, off: off, old: old, oldSize: size, newLen: int(n)})
+		c := &change{kind: kWrite, ino: f.ino, off: off, old: old, oldSize: size, newLen: int(n)}
+		f.fs.record(c)
+		f.fs.cutIfArmed(f.rel, c)
 	}
 	return n, errno
 }
