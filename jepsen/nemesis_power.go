@@ -21,8 +21,9 @@ import (
 // it; a power loss does not, and that is what these simulate:
 //
 //   - power-loss, power-loss-minority, power-loss-all: one voter, a
-//     minority of the voters, or every server loses power at once: killed,
-//     and everything it had not fsynced undone (half the time tearing the
+//     minority of the voters, or every server loses power at once, each
+//     right after its next write (so that one is in flight): killed, and
+//     everything it had not fsynced undone (half the time tearing the
 //     last unsynced write). The disk comes back at once; the servers start
 //     again at Heal.
 //   - torn-write: a voter loses power right after a write to its raft log
@@ -109,6 +110,9 @@ func (d *powerDisks) lose(c *Cluster, i int, loss forgetfs.Loss) (string, error)
 	f := d.fs[i]
 	lost, err := f.PowerLoss(loss)
 	desc := fmt.Sprintf("%s lost %d unsynced changes", c.ID(i), lost.Undone)
+	if len(lost.What) > 0 {
+		desc += " [" + strings.Join(lost.What, ", ") + "]"
+	}
 	if lost.Torn != "" {
 		desc += " (torn " + lost.Torn + ")"
 	}
@@ -154,15 +158,33 @@ func (n *powerLossNemesis) Inject(ctx context.Context, c *Cluster, r *rand.Rand)
 	for k, i := range targets {
 		ids[k] = c.ID(i)
 	}
-	// At once: every target is killed before any disk forgets.
+	// The power goes right after each target's next write (or after a
+	// moment without one), so that something is in flight; every target
+	// is killed before any disk forgets.
+	cuts := make([]<-chan string, len(targets))
+	for k, i := range targets {
+		cuts[k] = n.d.fs[i].CutAt(func(string) bool { return true })
+	}
+	deadline := time.After(powerCutWindow)
+	cutAt := make([]string, len(targets))
+	for k := range targets {
+		select {
+		case cutAt[k] = <-cuts[k]:
+		case <-deadline:
+		case <-ctx.Done():
+		}
+	}
 	for _, i := range targets {
 		c.Kill(i)
 	}
 	n.down = append(n.down, targets...)
 	parts := []string{fmt.Sprintf("power off %s (%d of %d servers)", strings.Join(ids, ","), len(targets), c.Size())}
 	var errs []error
-	for _, i := range targets {
+	for k, i := range targets {
 		desc, err := n.d.lose(c, i, forgetfs.Loss{Torn: r.Intn(2) == 0, Rand: r})
+		if cutAt[k] != "" {
+			desc += " after a write of " + cutAt[k]
+		}
 		parts = append(parts, desc)
 		errs = append(errs, err)
 	}
@@ -192,6 +214,9 @@ func (n *tornWriteNemesis) prepare(dir string, voters, servers int) error {
 	return n.d.prepare(dir, voters, servers)
 }
 func (n *tornWriteNemesis) cleanup() error { return n.d.cleanup() }
+
+// powerCutWindow bounds the wait for a write to cut the power after.
+const powerCutWindow = time.Second
 
 // tornWindow bounds the wait for a write of the kind wanted.
 const tornWindow = 3 * time.Second

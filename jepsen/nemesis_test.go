@@ -58,6 +58,10 @@ func TestNemeses(t *testing.T) {
 					t.Errorf("5 throttled dsync writes took only %v", d)
 				}
 			}},
+		{nemesis: "power-loss", root: true, evidence: `^power off s\d \(1 of 3 servers\); s\d lost [1-9]\d* unsynced changes \[.*write of wal/`},
+		{nemesis: "power-loss-minority", root: true, evidence: `^power off s\d \(1 of 3 servers\); s\d lost [1-9]\d* unsynced changes`},
+		{nemesis: "power-loss-all", root: true, evidence: `^power off s1,s2,s3 \(3 of 3 servers\); s1 lost [1-9]\d* unsynced changes.*; s2 lost [1-9]\d* .*; s3 lost [1-9]\d* `},
+		{nemesis: "torn-write", root: true, evidence: `right after a write of its (raft log|snapshot) \((wal/\S+\.wal|snapshots/\S+/state\.bin)\); s\d lost [1-9]\d* unsynced changes( \[[^]]*\])? \(torn \S+: kept \d+ of [1-9]\d* bytes`},
 		{nemesis: "clock", root: true, evidence: `timens_offsets: monotonic -?[1-9]\d* 0 boottime -?[1-9]\d* 0`},
 	} {
 		t.Run(tc.nemesis, func(t *testing.T) {

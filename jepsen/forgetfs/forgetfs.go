@@ -214,6 +214,46 @@ type Lost struct {
 	// Torn names the write kept in part ("" if none): its file, relative
 	// to the backing directory, and how many of its bytes were kept.
 	Torn string
+	// What counts the changes undone by kind and file, e.g. "2 writes
+	// of wal/0001.wal", "1 create in snapshots", in the order first seen.
+	What []string
+}
+
+var kindNames = [...]string{kWrite: "write", kTruncate: "truncate", kCreate: "create", kMkdir: "mkdir",
+	kUnlink: "unlink", kRmdir: "rmdir", kRename: "rename"}
+
+// summary counts changes by kind and file (writes, truncations) or
+// directory (entry changes).
+func (f *FS) summary(log []*change) []string {
+	paths, _ := f.paths()
+	rel := func(ino uint64) string {
+		p, ok := paths[ino]
+		if !ok {
+			return "?"
+		}
+		if r, err := filepath.Rel(f.backing, p); err == nil && !strings.HasPrefix(r, "..") {
+			return r
+		}
+		return "?"
+	}
+	var order []string
+	count := map[string]int{}
+	for _, c := range log {
+		where := " of " + rel(c.ino)
+		if c.kind != kWrite && c.kind != kTruncate {
+			where = " in " + rel(c.dir)
+		}
+		key := kindNames[c.kind] + where
+		if count[key] == 0 {
+			order = append(order, key)
+		}
+		count[key]++
+	}
+	out := make([]string, len(order))
+	for i, k := range order {
+		out[i] = fmt.Sprintf("%d %s", count[k], k)
+	}
+	return out
 }
 
 // PowerLoss unmounts (the processes using the mount must be gone) and
@@ -254,6 +294,7 @@ func (f *FS) PowerLoss(l Loss) (Lost, error) {
 			}
 		}
 	}
+	lost.What = f.summary(f.log)
 	n := len(f.log)
 	for i := len(f.log) - 1; i >= 0; i-- {
 		keep := 0
