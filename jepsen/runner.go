@@ -270,6 +270,13 @@ func (r *runner) check(ctx context.Context) {
 		r.log.Info("checked", "checker", v.Checker, "result", v.Result, "summary", v.Summary)
 		r.rep.Verdicts = append(r.rep.Verdicts, v)
 	}
+	// Servers the runner started itself answer its Admin calls: every one
+	// must hold the same state at the end.
+	if cl := r.c.restarts(); cl != nil {
+		v := convergedVerdict(checkCtx, cl)
+		r.log.Info("checked", "checker", v.Checker, "result", v.Result, "summary", v.Summary)
+		r.rep.Verdicts = append(r.rep.Verdicts, v)
+	}
 }
 
 // finish stops the leader watcher and the servers and writes the report.
