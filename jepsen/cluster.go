@@ -165,7 +165,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		if nd.raftListen != "" {
 			raftAddr = nd.raftListen
 		}
-		nd.args = []string{"-id", nd.id, "-data-dir", filepath.Join(nd.dir, "data"),
+		nd.args = []string{"-id", nd.id, "-data-dir", c.DataDir(i),
 			"-raft-addr", raftAddr, "-grpc-addr", nd.grpc, "-zk-addr", nd.zk, "-http-addr", nd.http,
 			"-gossip-addr", "", "-tick", "200ms", "-min-session-timeout", "400ms", "-max-session-timeout", "20s",
 			"-raft-timeout", "300ms", "-peers", strings.Join(peers, ";"), "-cluster-key-file", c.keyFile,
@@ -275,9 +275,27 @@ func (c *Cluster) GRPCAddrs() []string {
 // LogPath is server i's log file (every start appends to it).
 func (c *Cluster) LogPath(i int) string { return c.nodes[i].log }
 
+// DataDir is server i's data directory.
+func (c *Cluster) DataDir(i int) string { return filepath.Join(c.nodes[i].dir, "data") }
+
 // Start starts server i (again) with its configuration, ports and data. It
 // returns once the process runs, without waiting for it to serve.
 func (c *Cluster) Start(i int) error { return c.startNode(c.nodes[i]) }
+
+// startJoining starts server i without -bootstrap: on an empty data
+// directory it waits for the leader to add it and send it the state.
+func (c *Cluster) startJoining(i int) error {
+	nd := c.nodes[i]
+	nd.mu.Lock()
+	args := nd.args
+	nd.args = slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "-bootstrap" })
+	nd.mu.Unlock()
+	err := c.startNode(nd)
+	nd.mu.Lock()
+	nd.args = args
+	nd.mu.Unlock()
+	return err
+}
 
 func (c *Cluster) startNode(nd *node) error {
 	nd.mu.Lock()

@@ -24,6 +24,7 @@ func addNemeses(m map[string]Nemesis, lab *Lab) {
 	}
 	m["torn-write"] = &tornWriteNemesis{d: p}
 	m["fsync-error"] = &fsyncErrorNemesis{d: p}
+	m["bitflip"] = &bitflipNemesis{}
 	if lab != nil {
 		for _, k := range []string{"bridge", "oneway", "loss", "latency"} {
 			n := &netNemesis{lab: lab, kind: k}
