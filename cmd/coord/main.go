@@ -88,7 +88,11 @@ func run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-srv.Failed():
+		return stopFailed(srv, log, &stopping)
+	}
 	stopping.Store(true)
 	log.Info("shutting down")
 	if err := srv.Close(); err != nil && !errors.Is(err, context.Canceled) {
@@ -96,6 +100,22 @@ func run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// stopFailed stops a server whose data directory failed (Server.Failed):
+// it must not go on, as if what it acknowledged were safe. Exit code 1, as
+// a server that cannot start.
+func stopFailed(srv *server.Server, log *slog.Logger, stopping *atomic.Bool) int {
+	stopping.Store(true)
+	msg := "stopping: the data directory cannot be written safely"
+	if errors.Is(srv.Err(), server.ErrDataCorrupt) {
+		msg = "stopping: the data directory is corrupt"
+	}
+	log.Error(msg, "err", srv.Err())
+	if err := srv.Close(); err != nil {
+		log.Error("shutdown", "err", err)
+	}
+	return 1
 }
 
 // options are what the flags and the config file decide.

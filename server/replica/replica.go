@@ -118,10 +118,15 @@ type Replica struct {
 	transport *raft.NetworkTransport
 	peers     *peerPlane    // the peer plane: raft's stream and peer gRPC
 	closer    io.Closer     // the bbolt store, when the replica opened it
+	checked   *checkedStore // the log and stable store as raft sees them, when the replica opened them
 	logs      raft.LogStore // store behind the cache of recent entries
 	storeKind string        // LogStoreBolt or LogStoreWAL ("" with stores handed in)
 	snapStore raft.SnapshotStore
 	diskLow   atomic.Bool
+	// storeFailed is closed when the checked store fails, storeErr
+	// (written before) says why (checked.go).
+	storeFailed chan struct{}
+	storeErr    error
 	// noticesRead counts the commit notices read from leaders (notices.go).
 	noticesRead atomic.Uint64
 	// noticesUp: this follower reads a leader's commit notices; its
@@ -195,7 +200,7 @@ func New(cfg Config) (*Replica, error) {
 		boot = plantedReuseOrigin()
 	}
 	r := &Replica{cfg: cfg, log: log, clock: cfg.Clock, origin: cfg.ID + "#" + boot,
-		closing: make(chan struct{}), changeCh: make(chan struct{}), roleCh: make(chan struct{})}
+		closing: make(chan struct{}), changeCh: make(chan struct{}), roleCh: make(chan struct{}), storeFailed: make(chan struct{})}
 	r.fsm = newRaftFSM(r.origin, cfg.Watcher, log)
 	r.fsm.onApplied = r.signalChange
 	r.fsm.snapLimit = cfg.SnapshotLogBytes
@@ -275,6 +280,11 @@ func (r *Replica) startRaft() error {
 		if err != nil {
 			return err
 		}
+		checked, err := r.checkStores(ls, ss, kind)
+		if err != nil {
+			closer.Close()
+			return err
+		}
 		fss, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, logbridge.HCLog(r.log, "snapshot"))
 		if err != nil {
 			closer.Close()
@@ -289,7 +299,7 @@ func (r *Replica) startRaft() error {
 			return err
 		}
 		r.log.Info("raft log store", "kind", kind, "dir", cfg.DataDir)
-		logStore, stable, snaps, r.closer, r.storeKind = ls, ss, fss, closer, kind
+		logStore, stable, snaps, r.closer, r.storeKind, r.checked = checked, checked, fss, closer, kind, checked
 	}
 	closeStore := func() {
 		if r.closer != nil {
@@ -571,6 +581,9 @@ func (r *Replica) Close() error {
 		r.wg.Wait()
 		if cerr := r.transport.Close(); err == nil {
 			err = cerr
+		}
+		if r.checked != nil {
+			r.checked.closed.Store(true) // a write raft still tries now is no disk fault
 		}
 		if r.closer != nil {
 			if cerr := r.closer.Close(); err == nil {

@@ -77,11 +77,12 @@ func RestoreDataDir(snapshot, dataDir, id, raftAddr, logStore string, log *slog.
 	if err := sink.Close(); err != nil {
 		return 0, digest, fmt.Errorf("restore: %w", err)
 	}
-	_, store, closer, _, err := openLogStore(dataDir, logStore, log)
+	logs, stable, closer, kind, err := openLogStore(dataDir, logStore, log)
 	if err != nil {
 		return 0, digest, fmt.Errorf("restore: %w", err)
 	}
 	defer closer.Close()
+	store := newCheckedStore(logs, stable, dataDir, kind, nil) // the term is written checked
 	if err := store.SetUint64([]byte("CurrentTerm"), term); err != nil {
 		return 0, digest, fmt.Errorf("restore: %w", err)
 	}
