@@ -24,7 +24,7 @@ import (
 // reads) serve a state the converged checker finds equal to its peers'.
 //
 // A server that refused is rebuilt from its peers at Heal, as
-// docs/operations.md ("A corrupt data directory") tells an operator to:
+// docs/deploy.md ("A corrupt data directory") tells an operator to:
 // removed from the configuration, its data directory emptied, started
 // empty without -bootstrap and added back as a voter; the leader sends it
 // a snapshot and the log.
@@ -185,7 +185,7 @@ func (n *bitflipNemesis) Heal(ctx context.Context, c *Cluster) error {
 }
 
 // rebuild gives stopped voter i a correct state from its peers, the way
-// docs/operations.md tells an operator to: remove it from the
+// docs/deploy.md tells an operator to: remove it from the
 // configuration, empty its data directory, start it without -bootstrap
 // and add it back as a voter. It returns once the configuration is the
 // original again and the server is healthy.

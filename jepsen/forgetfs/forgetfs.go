@@ -417,9 +417,12 @@ func (f *FS) paths() (map[uint64]string, error) {
 	return m, nil
 }
 
+// errDirGone: the directory of an entry change no longer exists.
+var errDirGone = errors.New("the directory is gone")
+
 // undo reverts one change on the backing directory; of a write it keeps
 // the first keep bytes.
-func (f *FS) undo(c *change, keep int) error {
+func (f *FS) undo(c *change, keep int) (err error) {
 	paths, err := f.paths()
 	if err != nil {
 		return err
@@ -427,10 +430,20 @@ func (f *FS) undo(c *change, keep int) error {
 	dir := func(ino uint64) (string, error) {
 		p, ok := paths[ino]
 		if !ok {
-			return "", fmt.Errorf("directory inode %d is gone", ino)
+			return "", errDirGone
 		}
 		return p, nil
 	}
+	// A change in a directory whose removal became durable is moot: the
+	// directory is gone with whatever it held.
+	defer func() {
+		if errors.Is(err, errDirGone) {
+			err = nil
+			if c.stash != "" {
+				os.Remove(c.stash)
+			}
+		}
+	}()
 	switch c.kind {
 	case kWrite, kTruncate:
 		p, ok := paths[c.ino]

@@ -302,3 +302,25 @@ func TestCutStopsEverythingAfterTheWrite(t *testing.T) {
 	}
 	t.Logf("cut after the write to log; %+v", lost)
 }
+
+// A directory whose removal became durable takes its unsynced changes
+// with it: the power loss does not try to restore entries in it.
+func TestDurablyRemovedDirectoryTakesItsChanges(t *testing.T) {
+	f, mnt, backing := mount(t)
+	sub := filepath.Join(mnt, "wal")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(sub, "seg"), "data", true)
+	syncDir(t, sub)
+	syncDir(t, mnt)
+	if err := os.RemoveAll(sub); err != nil {
+		t.Fatal(err)
+	}
+	syncDir(t, mnt) // the rmdir is durable; the unlink in wal/ never was
+	lost := powerLoss(t, f, Loss{})
+	if _, err := os.Stat(filepath.Join(backing, "wal")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the durably removed directory is back: %v", err)
+	}
+	t.Logf("%+v", lost)
+}
