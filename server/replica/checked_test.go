@@ -392,7 +392,7 @@ func (f *faultyStore) SetUint64(k []byte, v uint64) error {
 	return f.write(func() error { return f.InmemStore.SetUint64(k, v) })
 }
 
-const segment = "/data/wal/00000000000000000001-0000000000000000.wal"
+const segmentPath = "/data/wal/00000000000000000001-0000000000000000.wal"
 
 // The first write that fails (an fsync's EIO) fails the store for good: it
 // is reported once, that write's error names the store and says why, and
@@ -407,7 +407,7 @@ func TestCheckedStoreFailStop(t *testing.T) {
 	}
 
 	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT} {
-		f.set(&os.PathError{Op: "write", Path: segment, Err: errno})
+		f.set(&os.PathError{Op: "write", Path: segmentPath, Err: errno})
 		if err := s.StoreLogs(entries(3, 3, 10)); !errors.Is(err, errno) || errors.Is(err, ErrStoreFailed) {
 			t.Errorf("%v: %v", errno, err)
 		}
@@ -420,9 +420,9 @@ func TestCheckedStoreFailStop(t *testing.T) {
 		t.Fatalf("after a full disk was freed: %v (reported %v)", err, reported)
 	}
 
-	f.set(&os.PathError{Op: "sync", Path: segment, Err: syscall.EIO})
+	f.set(&os.PathError{Op: "sync", Path: segmentPath, Err: syscall.EIO})
 	err := s.StoreLogs(entries(4, 4, 10))
-	want := "raft log store /data/wal: write failed: sync " + segment + ": input/output error; stopping: a failed fsync may have lost data the disk reported written"
+	want := "raft log store /data/wal: write failed: sync " + segmentPath + ": input/output error; stopping: a failed fsync may have lost data the disk reported written"
 	if err == nil || err.Error() != want || !errors.Is(err, ErrStoreFailed) || !errors.Is(err, syscall.EIO) {
 		t.Fatalf("the failed write: %v\nwant %s", err, want)
 	}
@@ -600,4 +600,42 @@ func raceBuild() bool {
 		}
 	}
 	return false
+}
+
+// raft names no file when no snapshot it holds loads; snapshotsUnreadable
+// names each one that does not verify. Before the flip all open.
+func TestSnapshotsUnreadableNamesTheFile(t *testing.T) {
+	dir := t.TempDir()
+	snaps, err := raft.NewFileSnapshotStore(dir, 2, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, trans := raft.NewInmemTransport("a")
+	sink, err := snaps.Create(raft.SnapshotVersionMax, 10, 2, raft.Configuration{}, 1, trans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sink.Write([]byte("the state of the tree at index 10")); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := snapshotsUnreadable(dir, snaps); err != nil {
+		t.Fatalf("an intact snapshot: %v", err)
+	}
+	state := filepath.Join(dir, "snapshots", sink.ID(), "state.bin")
+	b, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[4] ^= 0x10
+	if err := os.WriteFile(state, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = snapshotsUnreadable(dir, snaps)
+	want := "snapshot " + state + " does not verify (CRC mismatch): the file is corrupt; this server will not serve from it (" + corruptHelp + ")"
+	if err == nil || err.Error() != want || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("after a flipped bit: %v\nwant %s", err, want)
+	}
 }

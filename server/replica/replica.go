@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -299,7 +300,11 @@ func (r *Replica) startRaft() error {
 			return err
 		}
 		r.log.Info("raft log store", "kind", kind, "dir", cfg.DataDir)
-		logStore, stable, snaps, r.closer, r.storeKind, r.checked = checked, checked, fss, closer, kind, checked
+		logStore, stable, snaps, r.closer, r.storeKind, r.checked = checked, checked, newDurableSnapshots(fss, cfg.DataDir), closer, kind, checked
+		if plantedSnapshots != nil {
+			// A planted bug (jepsenplanted builds only).
+			snaps = plantedSnapshots(filepath.Join(cfg.DataDir, "snapshots"), fss)
+		}
 	}
 	closeStore := func() {
 		if r.closer != nil {
@@ -337,6 +342,12 @@ func (r *Replica) startRaft() error {
 	logs := newLogCache(logStore, logCacheEntries, logCacheBytes)
 	rf, err := raft.NewRaft(rc, r.fsm, kickingLogStore{LogStore: logs, fsm: r.fsm}, stable, snaps, trans)
 	if err != nil {
+		if r.checked != nil {
+			// raft names no file when no snapshot loads: say which.
+			if serr := snapshotsUnreadable(cfg.DataDir, snaps); serr != nil {
+				err = serr
+			}
+		}
 		closeStore()
 		trans.Close()
 		return fmt.Errorf("server: starting raft: %w", err)
@@ -363,6 +374,10 @@ func bootNonce() (string, error) {
 // entries' results (the bug the origin fixed). A known bug for jepsen/'s
 // sessions checker to find.
 var plantedReuseOrigin func() string
+
+// plantedSnapshots is nil except in builds with the jepsenplanted tag
+// (planted_jepsen.go), where it stands in for raft's file snapshot store.
+var plantedSnapshots func(dir string, store *raft.FileSnapshotStore) raft.SnapshotStore
 
 // boltOptions tunes the raft log's bbolt file for a write path that commits
 // one small transaction per batch of entries: the freelist is not written

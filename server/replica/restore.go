@@ -63,7 +63,7 @@ func RestoreDataDir(snapshot, dataDir, id, raftAddr, logStore string, log *slog.
 	const term = 1
 	cfg := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: raft.ServerID(id), Address: raft.ServerAddress(raftAddr)}}}
 	_, trans := raft.NewInmemTransport(raft.ServerAddress(raftAddr)) // only encodes the peer list
-	sink, err := snaps.Create(raft.SnapshotVersionMax, index, term, cfg, index, trans)
+	sink, err := newDurableSnapshots(snaps, dataDir).Create(raft.SnapshotVersionMax, index, term, cfg, index, trans)
 	if err != nil {
 		return 0, digest, fmt.Errorf("restore: %w", err)
 	}
