@@ -169,7 +169,11 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 			"-raft-addr", raftAddr, "-grpc-addr", nd.grpc, "-zk-addr", nd.zk, "-http-addr", nd.http,
 			"-gossip-addr", "", "-tick", "200ms", "-min-session-timeout", "400ms", "-max-session-timeout", "20s",
 			"-raft-timeout", "300ms", "-peers", strings.Join(peers, ";"), "-cluster-key-file", c.keyFile,
-			"-super-digest", adminDigest()}
+			"-super-digest", adminDigest(),
+			// A snapshot every half to one MiB of log: under the runs'
+			// load the servers write snapshots and compact their logs
+			// every few seconds, so the faults meet them.
+			"-snapshot-log-bytes", "1048576"}
 		if i >= cfg.Voters {
 			nd.args = append(nd.args, "-observer")
 		} else {

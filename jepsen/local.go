@@ -54,7 +54,7 @@ func (l *localCluster) start(ctx context.Context, rep *Report) ([]fault, error) 
 
 	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	l.cl, err = StartCluster(startCtx, ClusterConfig{Bin: bin, Dir: rep.Dir, Voters: l.cfg.Voters, Observers: l.cfg.Observers,
-		Lab: l.lab, Proxy: l.proxy, Env: l.cfg.Env, Log: l.cfg.Log})
+		Lab: l.lab, Proxy: l.proxy, Env: l.cfg.Env, Args: l.cfg.Args, Log: l.cfg.Log})
 	cancel()
 	if err != nil {
 		return nil, err

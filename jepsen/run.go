@@ -25,8 +25,10 @@ type Config struct {
 	// Tags.
 	Bin  string
 	Tags []string
-	// Env is more environment for the servers (COORD_PLANTED=...).
+	// Env is more environment for the servers (COORD_PLANTED=...), Args
+	// more coord flags (after the runner's own, so they win).
 	Env       []string
+	Args      []string
 	OpTimeout time.Duration
 	// SessionTimeout is what the clients ask for (4 s by default).
 	SessionTimeout time.Duration

@@ -14,7 +14,10 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
+	walfs "github.com/hashicorp/raft-wal/fs"
 	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/segment"
+	"github.com/hashicorp/raft-wal/types"
 
 	"coord/server/internal/logbridge"
 )
@@ -100,7 +103,12 @@ func openLogStore(dataDir, kind string, log *slog.Logger) (raft.LogStore, raft.S
 		// so reopening it in this process would wait forever): the meta
 		// store is made here and closed with the log.
 		meta := &metadb.BoltMetaDB{}
-		w, err := wal.Open(dir, wal.WithLogger(logbridge.HCLog(log, "wal")), wal.WithMetaStore(meta), wal.WithSegmentSize(WALSegmentBytes))
+		segments := wal.WithSegmentSize(WALSegmentBytes) // (again, below: nothing else to add)
+		if plantedSegmentVFS != nil {
+			// A planted bug (jepsenplanted builds only).
+			segments = wal.WithSegmentFiler(segment.NewFiler(dir, plantedSegmentVFS(walfs.New())))
+		}
+		w, err := wal.Open(dir, wal.WithLogger(logbridge.HCLog(log, "wal")), wal.WithMetaStore(meta), wal.WithSegmentSize(WALSegmentBytes), segments)
 		if err != nil {
 			meta.Close()
 			return nil, nil, nil, "", fmt.Errorf("server: opening raft wal: %w", err)
@@ -109,6 +117,11 @@ func openLogStore(dataDir, kind string, log *slog.Logger) (raft.LogStore, raft.S
 	}
 	return nil, nil, nil, "", fmt.Errorf("server: unknown log store %q (one of %v)", kind, LogStoreKinds)
 }
+
+// plantedSegmentVFS is nil except in builds with the jepsenplanted tag
+// (planted_jepsen.go), where it wraps the files raft-wal writes its
+// segments through.
+var plantedSegmentVFS func(types.VFS) types.VFS
 
 // LogStoreBytes is the size on disk of the raft log store under dataDir:
 // raft.db, or the files under wal/.

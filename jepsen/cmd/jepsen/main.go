@@ -43,7 +43,8 @@ func run() int {
 	flag.StringVar(&cfg.Dir, "results", "jepsen-results", "results directory (each run gets a subdirectory)")
 	flag.StringVar(&cfg.Bin, "coord-bin", "", "prebuilt coord binary (default: build ./cmd/coord)")
 	tags := flag.String("tags", "", "build tags for ./cmd/coord (jepsenplanted: planted bugs, chosen by -planted)")
-	planted := flag.String("planted", "", "planted bug to turn on in the servers (needs -tags jepsenplanted): ackearly, followerread, keepephemerals, reuseorigin")
+	serverArgs := flag.String("server-args", "", "more coord flags for every server, space-separated (after the runner's own, so they win)")
+	planted := flag.String("planted", "", "planted bug to turn on in the servers (needs -tags jepsenplanted): ackearly, followerread, keepephemerals, reuseorigin, nologsync, snapshotnosync, noverify")
 	diff := flag.Bool("differential", false, "instead: one seeded operation stream on coord and on Apache ZooKeeper 3.8, every result compared")
 	ops := flag.Int("ops", 2000, "with -differential: operations in the stream")
 	zkAddr := flag.String("zookeeper", "", "with -differential: a running ZooKeeper holding only /zookeeper (default: start Debian's)")
@@ -56,6 +57,7 @@ func run() int {
 	cfg.Nemeses = split(*nemeses)
 	cfg.Workloads = split(*workloads)
 	cfg.Tags = split(*tags)
+	cfg.Args = strings.Fields(*serverArgs)
 	if *planted != "" {
 		cfg.Env = append(cfg.Env, "COORD_PLANTED="+*planted)
 	}
