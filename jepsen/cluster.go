@@ -364,6 +364,18 @@ func (c *Cluster) Kill(i int) {
 	}
 }
 
+// sendKill sends server i SIGKILL without waiting for it to exit (Kill
+// waits): a process blocked on a filesystem request exits only once the
+// request is answered.
+func (c *Cluster) sendKill(i int) {
+	nd := c.nodes[i]
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if nd.runningLocked() {
+		nd.cmd.Process.Kill()
+	}
+}
+
 // Running reports whether server i's process is alive (paused counts).
 func (c *Cluster) Running(i int) bool {
 	nd := c.nodes[i]

@@ -97,11 +97,19 @@ func (d *powerDisks) cleanup() error {
 	return errors.Join(errs...)
 }
 
-// powerOff kills server i and undoes what its disk had not made durable,
-// then mounts the disk again for the next start. It says what was lost.
-func (d *powerDisks) powerOff(c *Cluster, i int, loss forgetfs.Loss) (string, error) {
-	c.Kill(i)
-	return d.lose(c, i, loss)
+// kill kills the servers at once: SIGKILL to each, then their disks
+// answer what waits since a power cut (EIO, to processes that can no
+// longer act on it), then it waits for them to exit.
+func (d *powerDisks) kill(c *Cluster, servers ...int) {
+	for _, i := range servers {
+		c.sendKill(i)
+	}
+	for _, i := range servers {
+		d.fs[i].Thaw()
+	}
+	for _, i := range servers {
+		c.Kill(i)
+	}
 }
 
 // lose undoes what server i's disk had not made durable (the server must
@@ -174,9 +182,7 @@ func (n *powerLossNemesis) Inject(ctx context.Context, c *Cluster, r *rand.Rand)
 		case <-ctx.Done():
 		}
 	}
-	for _, i := range targets {
-		c.Kill(i)
-	}
+	n.d.kill(c, targets...)
 	n.down = append(n.down, targets...)
 	parts := []string{fmt.Sprintf("power off %s (%d of %d servers)", strings.Join(ids, ","), len(targets), c.Size())}
 	var errs []error
@@ -254,7 +260,7 @@ func (n *tornWriteNemesis) Inject(ctx context.Context, c *Cluster, r *rand.Rand)
 	case <-time.After(tornWindow):
 	case <-ctx.Done():
 	}
-	c.Kill(i)
+	n.d.kill(c, i)
 	desc, err := n.d.lose(c, i, forgetfs.Loss{Torn: true, Rand: r})
 	if seen == "" {
 		return fmt.Sprintf("power off %s: no write of its %s in %v; %s", c.ID(i), what, tornWindow, desc), err
@@ -330,12 +336,29 @@ func (n *fsyncErrorNemesis) Heal(ctx context.Context, c *Cluster) error {
 }
 
 // stopReason is the line of a server's log that says why it stopped: the
-// first at level ERROR, or a panic, or the last line.
+// first at level ERROR, or a panic, or the last line; without its time
+// stamp, and at most 600 bytes.
 func stopReason(log string) string {
+	line := ""
 	for _, l := range strings.Split(log, "\n") {
 		if strings.Contains(l, "level=ERROR") || strings.HasPrefix(l, "panic:") {
-			return lastLine(l)
+			line = l
+			break
 		}
 	}
-	return lastLine(log)
+	if line == "" {
+		line = strings.TrimSpace(log)
+		if i := strings.LastIndexByte(line, '\n'); i >= 0 {
+			line = line[i+1:]
+		}
+	}
+	if strings.HasPrefix(line, "time=") {
+		if i := strings.IndexByte(line, ' '); i >= 0 {
+			line = line[i+1:]
+		}
+	}
+	if len(line) > 600 {
+		line = line[:600]
+	}
+	return line
 }

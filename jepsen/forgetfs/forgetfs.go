@@ -56,6 +56,7 @@ type FS struct {
 	cutTell  chan string
 	cutAfter *change
 	frozen   chan struct{}
+	dead     bool // thawed after a cut: every write and fsync fails until PowerLoss
 }
 
 type kind int
@@ -262,7 +263,7 @@ func (f *FS) PowerLoss(l Loss) (Lost, error) {
 	var lost Lost
 	// The kernel lets go of a killed process's files a moment after it
 	// is reaped: the unmount may be refused as busy until then.
-	f.thaw()
+	f.Thaw()
 	var err error
 	for k := 0; k < 50; k++ {
 		if err = f.Unmount(); err == nil {
@@ -275,7 +276,7 @@ func (f *FS) PowerLoss(l Loss) (Lost, error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	defer func() { f.cutMatch, f.cutTell, f.cutAfter = nil, nil, nil }()
+	defer func() { f.cutMatch, f.cutTell, f.cutAfter, f.dead = nil, nil, nil, false }()
 	r := l.Rand
 	if r == nil {
 		r = rand.New(rand.NewSource(1))
@@ -341,8 +342,11 @@ func (f *FS) cutIfArmed(rel string, c *change) {
 // after the cut reaches the disk.
 func (f *FS) stopped() syscall.Errno {
 	f.mu.Lock()
-	frozen := f.frozen
+	frozen, dead := f.frozen, f.dead
 	f.mu.Unlock()
+	if dead {
+		return syscall.EIO
+	}
 	if frozen == nil {
 		return 0
 	}
@@ -350,14 +354,17 @@ func (f *FS) stopped() syscall.Errno {
 	return syscall.EIO
 }
 
-// thaw lets the operations waiting since a cut fail.
-func (f *FS) thaw() {
+// Thaw answers the writes and fsyncs waiting since a cut with EIO, and
+// every later one, until PowerLoss. Call it once the processes using the
+// mount were sent SIGKILL: a process blocked on a request this
+// filesystem has read cannot die until the request is answered.
+func (f *FS) Thaw() {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.frozen != nil {
 		close(f.frozen)
-		f.frozen = nil
+		f.frozen, f.dead = nil, true
 	}
-	f.mu.Unlock()
 }
 
 // LastWrite names the file of the newest unsynced change, relative to the
