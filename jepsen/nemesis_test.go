@@ -33,6 +33,8 @@ func TestNemeses(t *testing.T) {
 		check    func(t *testing.T, desc string)
 		// all must each match some fault's description.
 		all []string
+		// power: a power or disk nemesis of issue 30 (powerTests).
+		power bool
 	}{
 		{nemesis: "partition-bridge", root: true, evidence: `bridge s\d sees .*probe: s\d->s\d cut, s\d->s\d ok, s\d->s\d ok`},
 		{nemesis: "partition-oneway", root: true,
@@ -58,17 +60,20 @@ func TestNemeses(t *testing.T) {
 					t.Errorf("5 throttled dsync writes took only %v", d)
 				}
 			}},
-		{nemesis: "power-loss", root: true, evidence: `^power off s\d \(1 of 3 servers\); s\d lost [1-9]\d* unsynced changes \[.*write of wal/`},
-		{nemesis: "power-loss-minority", root: true, evidence: `^power off s\d \(1 of 3 servers\); s\d lost [1-9]\d* unsynced changes`},
-		{nemesis: "power-loss-all", root: true, evidence: `^power off s1,s2,s3 \(3 of 3 servers\); s1 lost [1-9]\d* unsynced changes.*; s2 lost [1-9]\d* .*; s3 lost [1-9]\d* `},
-		{nemesis: "torn-write", root: true, evidence: `right after a write of its (raft log|snapshot) \((wal/\S+\.wal|snapshots/\S+/state\.bin)\); s\d lost [1-9]\d* unsynced changes( \[[^]]*\])? \(torn \S+: kept \d+ of [1-9]\d* bytes`},
-		{nemesis: "fsync-error", root: true, evidence: `^fsync fails with EIO on s\d's data directory; [1-9]\d* fsyncs failed, the server stopped after \S+; healed: s\d stopped: .*level=ERROR msg="raft store failed: the server must stop".*input/output error`},
-		{nemesis: "bitflip", root: true, evidence: `^kill -9 s\d; in its (log|snapshot|stable) \(\S+.*\) flip bit [0-7] of byte \d+ of \d+ \(0x[0-9a-f]{2} -> 0x[0-9a-f]{2}\); s\d (refused to start: .*(fails its checksum|CRC)|started and is healthy)`},
+		{nemesis: "power-loss", root: true, power: true, evidence: `^power off s\d \(1 of 3 servers\); s\d lost [1-9]\d* unsynced changes \[.*write of wal/`},
+		{nemesis: "power-loss-minority", root: true, power: true, evidence: `^power off s\d \(1 of 3 servers\); s\d lost [1-9]\d* unsynced changes`},
+		{nemesis: "power-loss-all", root: true, power: true, evidence: `^power off s1,s2,s3 \(3 of 3 servers\); s1 lost [1-9]\d* unsynced changes.*; s2 lost [1-9]\d* .*; s3 lost [1-9]\d* `},
+		{nemesis: "torn-write", root: true, power: true, evidence: `right after a write of its (raft log|snapshot) \((wal/\S+\.wal|snapshots/\S+/state\.bin)\); s\d lost [1-9]\d* unsynced changes( \[[^]]*\])? \(torn \S+: kept \d+ of [1-9]\d* bytes`},
+		{nemesis: "fsync-error", root: true, power: true, evidence: `^fsync fails with EIO on s\d's data directory; [1-9]\d* fsyncs failed, the server stopped after \S+; healed: s\d stopped: .*level=ERROR msg="raft store failed: the server must stop".*input/output error`},
+		{nemesis: "bitflip", root: true, power: true, evidence: `^kill -9 s\d; in its (log|snapshot|stable) \(\S+.*\) flip bit [0-7] of byte \d+ of \d+ \(0x[0-9a-f]{2} -> 0x[0-9a-f]{2}\); s\d (refused to start: .*(fails its checksum|CRC)|started and is healthy)`},
 		{nemesis: "clock", root: true, evidence: `timens_offsets: monotonic -?[1-9]\d* 0 boottime -?[1-9]\d* 0`},
 	} {
 		t.Run(tc.nemesis, func(t *testing.T) {
 			if tc.root && !root {
 				t.Skip("needs root")
+			}
+			if tc.power {
+				powerTests(t)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
