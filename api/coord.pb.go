@@ -4957,8 +4957,14 @@ func (x *ReadIndexResponse) GetIndex() uint64 {
 }
 
 type JoinRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Member        *Member                `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Member *Member                `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	// rebuild: the server lost its raft state (coord -rebuild: it set aside
+	// a data directory that did not verify) and starts again empty. The
+	// leader removes it if it is a voter, then adds it back as a non-voter
+	// and promotes it once it has caught up, so nothing it voted or logged
+	// before counts.
+	Rebuild       bool `protobuf:"varint,2,opt,name=rebuild,proto3" json:"rebuild,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4998,6 +5004,13 @@ func (x *JoinRequest) GetMember() *Member {
 		return x.Member
 	}
 	return nil
+}
+
+func (x *JoinRequest) GetRebuild() bool {
+	if x != nil {
+		return x.Rebuild
+	}
+	return false
 }
 
 type JoinResponse struct {
@@ -5361,9 +5374,10 @@ const file_coord_proto_rawDesc = "" +
 	"\aunknown\x18\x01 \x03(\x03R\aunknown\"\x12\n" +
 	"\x10ReadIndexRequest\")\n" +
 	"\x11ReadIndexResponse\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\x04R\x05index\"7\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"Q\n" +
 	"\vJoinRequest\x12(\n" +
-	"\x06member\x18\x01 \x01(\v2\x10.coord.v1.MemberR\x06member\":\n" +
+	"\x06member\x18\x01 \x01(\v2\x10.coord.v1.MemberR\x06member\x12\x18\n" +
+	"\arebuild\x18\x02 \x01(\bR\arebuild\":\n" +
 	"\fJoinResponse\x12*\n" +
 	"\amembers\x18\x01 \x03(\v2\x10.coord.v1.MemberR\amembers2H\n" +
 	"\x05Coord\x12?\n" +

@@ -286,13 +286,13 @@ func (c *Cluster) DataDir(i int) string { return filepath.Join(c.nodes[i].dir, "
 // returns once the process runs, without waiting for it to serve.
 func (c *Cluster) Start(i int) error { return c.startNode(c.nodes[i]) }
 
-// startJoining starts server i without -bootstrap: on an empty data
-// directory it waits for the leader to add it and send it the state.
-func (c *Cluster) startJoining(i int) error {
+// startWith starts server i with its flags as edit changes them, this
+// time only.
+func (c *Cluster) startWith(i int, edit func(args []string) []string) error {
 	nd := c.nodes[i]
 	nd.mu.Lock()
 	args := nd.args
-	nd.args = slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "-bootstrap" })
+	nd.args = edit(slices.Clone(args))
 	nd.mu.Unlock()
 	err := c.startNode(nd)
 	nd.mu.Lock()

@@ -11,8 +11,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"coord/api"
 )
 
 // bitflipNemesis flips one bit of a file in a voter's data directory while
@@ -23,11 +21,11 @@ import (
 // start with a message naming the file, or (the bit was in bytes nothing
 // reads) serve a state the converged checker finds equal to its peers'.
 //
-// A server that refused is rebuilt from its peers at Heal, as
-// docs/deploy.md ("A corrupt data directory") tells an operator to:
-// removed from the configuration, its data directory emptied, started
-// empty without -bootstrap and added back as a voter; the leader sends it
-// a snapshot and the log.
+// A server that refused is rebuilt from its peers at Heal with the
+// command docs/deploy.md ("A corrupt data directory") gives an operator:
+// coord -rebuild, which sets its raft state aside and starts it empty;
+// the leader removes it and adds it back, and sends it a snapshot and the
+// log.
 type bitflipNemesis struct {
 	target  int
 	refused bool
@@ -167,56 +165,33 @@ func logSince(path string, since int64) string {
 
 func (n *bitflipNemesis) Heal(ctx context.Context, c *Cluster) error {
 	i := n.target
-	if !n.refused && c.Running(i) {
+	switch {
+	case !n.refused && c.Running(i):
 		n.note = c.ID(i) + " kept running"
 		return nil
-	}
-	if !n.refused {
-		// It stopped later, or never became healthy: rebuilt all the same.
-		c.Kill(i)
+	case !n.refused:
+		n.note = c.ID(i) + " stopped later: " + stopReason(LogTail(c.LogPath(i), 3000)) + "; started again"
+		return c.Start(i)
 	}
 	t0 := time.Now()
 	if err := c.rebuild(ctx, i); err != nil {
 		n.note = fmt.Sprintf("rebuilding %s from its peers failed: %v", c.ID(i), err)
 		return err
 	}
-	n.note = fmt.Sprintf("%s rebuilt from its peers (removed, data emptied, started empty, added back) in %v", c.ID(i), time.Since(t0).Round(time.Millisecond))
+	n.note = fmt.Sprintf("%s rebuilt from its peers (coord -rebuild: set aside, removed, added back) in %v", c.ID(i), time.Since(t0).Round(time.Millisecond))
 	return nil
 }
 
-// rebuild gives stopped voter i a correct state from its peers, the way
-// docs/deploy.md tells an operator to: remove it from the
-// configuration, empty its data directory, start it without -bootstrap
-// and add it back as a voter. It returns once the configuration is the
-// original again and the server is healthy.
+// rebuild gives stopped voter i a correct state from its peers with the
+// one command docs/deploy.md gives an operator: coord -rebuild (it sets the
+// raft state aside and starts empty; the leader removes the server and adds
+// it back). It returns once the configuration is the original again and the
+// server is healthy.
 func (c *Cluster) rebuild(ctx context.Context, i int) error {
 	id := c.ID(i)
-	err := c.admin(ctx, func(ctx context.Context, a api.AdminClient) error {
-		_, err := a.RemoveServer(ctx, &api.RemoveServerRequest{Id: id})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("remove %s: %w", id, err)
-	}
-	dir := c.DataDir(i)
-	entries, err := os.ReadDir(dir)
+	err := c.startWith(i, func(args []string) []string { return append(args, "-rebuild") })
 	if err != nil {
 		return err
-	}
-	for _, e := range entries {
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-			return err
-		}
-	}
-	if err := c.startJoining(i); err != nil {
-		return err
-	}
-	err = c.admin(ctx, func(ctx context.Context, a api.AdminClient) error {
-		_, err := a.AddServer(ctx, &api.AddServerRequest{Id: id, RaftAddr: c.nodes[i].raft})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("add %s back: %w", id, err)
 	}
 	want := c.originalMembers()
 	for {
@@ -225,6 +200,9 @@ func (c *Cluster) rebuild(ctx context.Context, i int) error {
 			if h, err := c.Health(ctx, i); err == nil && h.Healthy {
 				return nil
 			}
+		}
+		if !c.Running(i) {
+			return fmt.Errorf("%s exited: %s", id, stopReason(LogTail(c.LogPath(i), 3000)))
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("members %s (want %s), %s not healthy: %w", got, want, id, ctx.Err())

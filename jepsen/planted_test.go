@@ -165,13 +165,14 @@ func TestPlantedSnapshotNoSync(t *testing.T) {
 	expectPass(t, runChecked(t, cfg, "recovery"))
 }
 
-// powerTests skips a test of the power and disk nemeses (issue 30) unless
+// powerTests skips a test of the power and disk nemeses and of the
+// rebuild of a corrupt data directory (issue 30) unless
 // COORD_JEPSEN_POWER is set: together they take about six minutes, which
 // with the rest of the package's tests would pass go test's default
 // 10-minute limit; .ci/run runs them on their own. They need root and
 // /dev/fuse (forgetfs).
 //
-//	COORD_JEPSEN_POWER=1 go test -count=1 -timeout 20m -run 'TestPlanted(NoLogSync|SnapshotNoSync|NoVerify)|TestNemeses' ./jepsen/
+//	COORD_JEPSEN_POWER=1 go test -count=1 -timeout 20m -run 'TestPlanted(NoLogSync|SnapshotNoSync|NoVerify)$|TestRebuildCommand|TestNemeses/(power|torn|fsync|bitflip)' ./jepsen/
 func powerTests(t *testing.T) {
 	t.Helper()
 	if os.Getenv("COORD_JEPSEN_POWER") == "" {

@@ -116,6 +116,12 @@ type Config struct {
 	// voters are itself and the voter Peers. Start every initial voter with
 	// the same Peers and Bootstrap; a server with state ignores it.
 	Bootstrap bool
+	// Rebuild: this server starts again empty after its raft state was set
+	// aside (SetAsideRaftState; coord -rebuild), and asks to join saying
+	// so: the leader removes it if it is a voter and adds it back as a
+	// non-voter, promoted once it has caught up, so nothing it voted or
+	// logged before counts. Not with Bootstrap.
+	Rebuild bool
 	// Stores, when set, replaces the raft log, stable and snapshot stores
 	// the server otherwise keeps under DataDir (raft-boltdb and raft's file
 	// snapshot store): tests hand in raft's in-memory stores or stores that

@@ -38,6 +38,32 @@ func (p peerServices) Join(ctx context.Context, req *api.JoinRequest) (*api.Join
 		}
 		return api.NewInternalClient(cc).Join(ctx, req)
 	}
+	if req.Rebuild {
+		if err := s.removeToRebuild(joiner.ID); err != nil {
+			return nil, err
+		}
+	}
 	s.reconcileMembers(&joiner)
 	return &api.JoinResponse{Members: s.memberList()}, nil
+}
+
+// removeToRebuild (leader) removes a voter that lost its raft state and
+// starts again empty (Config.Rebuild): reconcileMembers then adds it back
+// as a non-voter and promotes it once it has caught up, so a vote or entry
+// it held before the loss never counts.
+func (s *Server) removeToRebuild(id string) error {
+	if id == s.cfg.ID {
+		return errors.New("server: a leader cannot rebuild itself")
+	}
+	servers, err := s.rep.Configuration()
+	if err != nil {
+		return err
+	}
+	for _, srv := range servers {
+		if srv.ID == id && srv.Voter {
+			s.log.Warn("removing a voter that lost its raft state, to add it back empty", "id", id)
+			return s.rep.RemoveServer(id, s.leaderWait())
+		}
+	}
+	return nil
 }

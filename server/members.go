@@ -236,7 +236,9 @@ func (s *Server) join() {
 	if s.cfg.Observer {
 		role = "observer"
 	}
-	req := &api.JoinRequest{Member: &api.Member{Id: s.cfg.ID, RaftAddr: s.RaftAddr(), GrpcAddr: self.GRPCAddr, ZkAddr: self.ZKAddr, Role: role}}
+	req := &api.JoinRequest{Member: &api.Member{Id: s.cfg.ID, RaftAddr: s.RaftAddr(), GrpcAddr: self.GRPCAddr, ZkAddr: self.ZKAddr, Role: role},
+		// Once: a later request must not have it removed again.
+		Rebuild: s.cfg.Rebuild && !s.rebuildAsked.Load()}
 	for _, m := range targets {
 		cc, err := s.rep.PeerConn(m.RaftAddr)
 		if err != nil {
@@ -248,6 +250,10 @@ func (s *Server) join() {
 		if err != nil {
 			s.log.Debug("join", "via", m.ID, "err", err)
 			continue
+		}
+		if req.Rebuild {
+			s.rebuildAsked.Store(true)
+			s.log.Info("rebuilding from the cluster: the leader removed this server and adds it back", "via", m.ID)
 		}
 		for _, am := range resp.Members {
 			s.learn(Member{ID: am.Id, RaftAddr: am.RaftAddr, GRPCAddr: am.GrpcAddr, ZKAddr: am.ZkAddr, Observer: am.Role == "observer"})

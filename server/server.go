@@ -38,6 +38,8 @@ type Server struct {
 	// removed: this server was in the raft configuration and is no longer
 	// (an operator removed it); Members then refuses to answer as a member.
 	removed atomic.Bool
+	// rebuildAsked: a Join with rebuild set was answered (Config.Rebuild).
+	rebuildAsked atomic.Bool
 
 	gate        *netGate          // all traffic with the other servers (netgate.go)
 	tls         *tlsFiles         // nil without TLS (tls.go)

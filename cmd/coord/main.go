@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"coord/server"
 )
@@ -81,6 +82,12 @@ func run(args []string) int {
 		debug.SetGCPercent(opts.gcPercent)
 	}
 
+	if cfg.Rebuild {
+		if err := setAside(cfg.DataDir, log); err != nil {
+			log.Error("cannot rebuild", "err", err)
+			return 1
+		}
+	}
 	srv, err := server.New(cfg)
 	if err != nil {
 		log.Error("cannot start", "err", err)
@@ -100,6 +107,27 @@ func run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// setAside is -rebuild's first step: the data directory's raft state, if
+// it does not verify, goes into corrupt-<time>/ in it (kept for a
+// post-mortem). A directory whose state verifies is refused: -rebuild
+// would throw a good copy away (and left in a service's flags, it would on
+// every restart).
+func setAside(dataDir string, log *slog.Logger) error {
+	held, err := server.VerifyDataDir(dataDir, log)
+	if held && err == nil {
+		return fmt.Errorf("-rebuild: the raft state in %s verifies; -rebuild is only for a data directory that does not (start without it)", dataDir)
+	}
+	if err != nil {
+		log.Warn("the raft state does not verify", "err", err)
+	}
+	aside, err := server.SetAsideRaftState(dataDir, time.Now())
+	if err != nil {
+		return err
+	}
+	log.Warn("raft state set aside; starting empty, taking the state from the other servers", "dir", aside)
+	return nil
 }
 
 // stopFailed stops a server whose data directory failed (Server.Failed):
@@ -157,6 +185,7 @@ Flags of a server (each may also be set in the -config file, under its name with
 	pprofOn := fs.Bool("pprof", false, "serve Go's profiler under /debug/pprof/ on -http-addr (heap, goroutines, CPU profiles, to anyone who reaches that port); without it those paths are 404")
 	observer := fs.Bool("observer", false, "run as an observer (raft non-voter)")
 	bootstrap := fs.Bool("bootstrap", true, "start a new cluster if this server has no state (voters only)")
+	rebuild := fs.Bool("rebuild", false, "once, for a data directory that does not verify (docs/deploy.md, \"A corrupt data directory\"): set its raft state aside into corrupt-<time>/ in it and start empty, taking the state from the other servers (the leader removes this server and adds it back); refused if the raft state verifies")
 	peers := fs.String("peers", "", "known servers: id=raftAddr,grpcAddr[,observer];...")
 	join := fs.String("join", "", "gossip addresses of servers of an existing cluster to join, comma separated")
 	tick := fs.Duration("tick", def.Tick, "ZooKeeper tickTime: session timeout granularity")
@@ -227,6 +256,10 @@ Flags of a server (each may also be set in the -config file, under its name with
 		cfg.SnapshotLogBytes = *snapLogBytes
 		cfg.LogStore = *logStore
 		cfg.ContainerCheckInterval = *containerCheck
+		cfg.Rebuild = *rebuild
+		if cfg.Rebuild {
+			cfg.Bootstrap = false // it takes the cluster's state, never starts one
+		}
 		cfg.GossipJoin = splitList(*join, ",")
 		if len(cfg.GossipJoin) > 0 && !set["bootstrap"] {
 			cfg.Bootstrap = false // a joining server never starts its own cluster

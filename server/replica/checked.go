@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"log/slog"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/hashicorp/raft-wal/metadb"
+
+	"coord/server/internal/logbridge"
 )
 
 // A checked store is the raft log and stable store under DataDir as raft
@@ -551,4 +554,28 @@ func snapshotsUnreadable(dataDir string, snaps raft.SnapshotStore) error {
 		return nil
 	}
 	return fmt.Errorf("%w; this server will not serve from it (%s)", errors.Join(errs...), corruptHelp)
+}
+
+// VerifyDataDir reads a data directory's raft log, stable store and
+// snapshots back as a starting server does and says what does not verify
+// (nil: all of it does); held says whether it holds raft state at all. No
+// server may run on the directory meanwhile (it opens the stores).
+func VerifyDataDir(dataDir string, log *slog.Logger) (held bool, err error) {
+	kind, err := existingLogStore(dataDir)
+	if err != nil || kind == "" {
+		return false, err
+	}
+	ls, ss, closer, kind, err := openLogStore(dataDir, kind, log)
+	if err != nil {
+		return true, err
+	}
+	defer closer.Close()
+	if _, err := newCheckedStore(ls, ss, dataDir, kind, nil).verify(); err != nil {
+		return true, err
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dataDir, 2, logbridge.HCLog(log, "snapshot"))
+	if err != nil {
+		return true, err
+	}
+	return true, snapshotsUnreadable(dataDir, snaps)
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
@@ -307,4 +308,38 @@ func SyncDir(path string) error {
 		return fmt.Errorf("server: syncing directory %s: %w", path, err)
 	}
 	return nil
+}
+
+// SetAsideRaftState moves the raft state under dataDir (wal/ or raft.db,
+// and snapshots/) into a new directory corrupt-<time>/ in it, kept for a
+// post-mortem (the same filesystem, so the moves are renames), and syncs
+// dataDir: a server started on it afterwards starts empty and takes the
+// state from the others (server.Config.Rebuild). members.json and a
+// cluster.key stay. It returns the new directory, "" if there was nothing
+// to move.
+func SetAsideRaftState(dataDir string, now time.Time) (string, error) {
+	var moved []string
+	for _, name := range []string{"wal", "raft.db", "snapshots"} {
+		if _, err := os.Lstat(filepath.Join(dataDir, name)); err == nil {
+			moved = append(moved, name)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+	}
+	if len(moved) == 0 {
+		return "", nil
+	}
+	aside := filepath.Join(dataDir, "corrupt-"+now.UTC().Format("20060102-150405"))
+	if err := os.Mkdir(aside, 0o750); err != nil {
+		return "", fmt.Errorf("server: setting the raft state aside: %w", err)
+	}
+	for _, name := range moved {
+		if err := os.Rename(filepath.Join(dataDir, name), filepath.Join(aside, name)); err != nil {
+			return "", fmt.Errorf("server: setting the raft state aside: %w", err)
+		}
+	}
+	if err := SyncDir(aside); err != nil {
+		return "", err
+	}
+	return aside, SyncDir(dataDir)
 }

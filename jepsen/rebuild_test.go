@@ -1,0 +1,125 @@
+package jepsen
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// TestRebuildCommand: a voter whose log does not verify refuses to start
+// naming the file, and `coord -rebuild` (the one command docs/deploy.md
+// gives) sets its raft state aside, starts it empty and has the leader
+// remove it and add it back: it serves every znode again, as a voter. Run
+// again with -rebuild on a state that verifies, it refuses.
+func TestRebuildCommand(t *testing.T) {
+	powerTests(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bin, err := BuildCoord(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	c, err := StartCluster(ctx, ClusterConfig{Bin: bin, Dir: dir, Voters: 3, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	conn, _, err := zk.Connect(c.Addrs(), 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	payload := []byte("a value only this znode holds: 7f3a9c")
+	for _, p := range []string{"/a", "/b", "/c"} {
+		if _, err := conn.Create(p, payload, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Sync("/"); err != nil {
+		t.Fatal(err)
+	}
+	const target = 2
+	time.Sleep(500 * time.Millisecond) // s3 applies the creates
+	c.Kill(target)
+	// Flip a bit of the payload in s3's log.
+	segs, _ := filepath.Glob(filepath.Join(c.DataDir(target), "wal", "*.wal"))
+	flipped := ""
+	for _, seg := range segs {
+		b, err := os.ReadFile(seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := bytes.Index(b, payload); k >= 0 {
+			b[k+3] ^= 0x04
+			if err := os.WriteFile(seg, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			flipped = seg
+			break
+		}
+	}
+	if flipped == "" {
+		t.Fatalf("no segment of s3 holds the payload (%v)", segs)
+	}
+	since := logSize(c.LogPath(target))
+	if err := c.Start(target); err != nil {
+		t.Fatal(err)
+	}
+	for c.Running(target) && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+	}
+	why := stopReason(logSince(c.LogPath(target), since))
+	if !strings.Contains(why, "fails its checksum") || !strings.Contains(why, flipped) {
+		t.Fatalf("s3 on a flipped log: %q, want a refusal naming %s", why, flipped)
+	}
+	t.Logf("refused: %s", why)
+
+	t0 := time.Now()
+	if err := c.rebuild(ctx, target); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rebuilt in %v", time.Since(t0).Round(time.Millisecond))
+	removed := false
+	for i := 0; i < c.Size(); i++ {
+		b, _ := os.ReadFile(c.LogPath(i))
+		removed = removed || strings.Contains(string(b), `msg="removing a voter that lost its raft state, to add it back empty" server=`+c.ID(i)+" id=s3")
+	}
+	if !removed {
+		t.Errorf("no leader says it removed s3 to add it back empty")
+	}
+	aside, _ := filepath.Glob(filepath.Join(c.DataDir(target), "corrupt-*", "wal", "*.wal"))
+	if len(aside) == 0 {
+		t.Errorf("the corrupt log was not kept in corrupt-*/wal")
+	}
+	one, _, err := zk.Connect([]string{c.Addr(target)}, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	for _, p := range []string{"/a", "/b", "/c"} {
+		got, _, err := one.Get(p)
+		if err != nil || !bytes.Equal(got, payload) {
+			t.Errorf("s3 after the rebuild: %s = %q, %v", p, got, err)
+		}
+	}
+
+	// -rebuild on a state that verifies throws nothing away.
+	c.Kill(target)
+	since = logSize(c.LogPath(target))
+	if err := c.startWith(target, func(args []string) []string { return append(args, "-rebuild") }); err != nil {
+		t.Fatal(err)
+	}
+	for c.Running(target) && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if why := stopReason(logSince(c.LogPath(target), since)); !strings.Contains(why, "verifies; -rebuild is only for a data directory that does not") {
+		t.Errorf("-rebuild on a good data directory: %q", why)
+	}
+}
