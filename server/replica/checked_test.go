@@ -639,3 +639,29 @@ func TestSnapshotsUnreadableNamesTheFile(t *testing.T) {
 		t.Fatalf("after a flipped bit: %v\nwant %s", err, want)
 	}
 }
+
+// An empty snapshot directory (its files lost to a power loss before they
+// were durable) is removed at start; one with anything in it stays.
+func TestRemoveEmptySnapshots(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "snapshots", "3-100-1")
+	kept := filepath.Join(dir, "snapshots", "3-200-2")
+	tmp := filepath.Join(dir, "snapshots", "3-300-3.tmp")
+	for _, d := range []string{empty, kept, tmp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(kept, "state.bin"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	removeEmptySnapshots(dir, slog.New(slog.DiscardHandler))
+	if _, err := os.Stat(empty); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the empty snapshot directory is still there: %v", err)
+	}
+	for _, d := range []string{kept, tmp} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
+}

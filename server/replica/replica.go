@@ -286,6 +286,7 @@ func (r *Replica) startRaft() error {
 			closer.Close()
 			return err
 		}
+		removeEmptySnapshots(cfg.DataDir, r.log)
 		fss, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, logbridge.HCLog(r.log, "snapshot"))
 		if err != nil {
 			closer.Close()

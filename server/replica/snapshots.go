@@ -1,7 +1,10 @@
 package replica
 
 import (
+	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/raft"
 )
@@ -55,4 +58,34 @@ func (k *durableSink) Close() error {
 	}
 	k.synced = true
 	return SyncDir(filepath.Join(k.dir, k.ID()))
+}
+
+// removeEmptySnapshots removes the directories under dataDir/snapshots
+// that hold nothing: a power loss after raft renamed a snapshot into place
+// but before its directory was synced leaves the name without the files.
+// raft skips them at every start ("failed to read metadata") and never
+// reaps them. A directory with anything in it stays: a snapshot that does
+// not verify is kept for a post-mortem.
+func removeEmptySnapshots(dataDir string, log *slog.Logger) {
+	dir := filepath.Join(dataDir, "snapshots")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	removed := false
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasSuffix(e.Name(), ".tmp") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if inside, err := os.ReadDir(p); err == nil && len(inside) == 0 {
+			if os.Remove(p) == nil {
+				removed = true
+				log.Warn("removed an empty snapshot directory (a power loss took its files before they were durable)", "dir", p)
+			}
+		}
+	}
+	if removed {
+		SyncDir(dir)
+	}
 }
