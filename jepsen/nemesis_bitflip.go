@@ -185,18 +185,23 @@ func (n *bitflipNemesis) Heal(ctx context.Context, c *Cluster) error {
 // rebuild gives stopped voter i a correct state from its peers with the
 // one command docs/deploy.md gives an operator: coord -rebuild (it sets the
 // raft state aside and starts empty; the leader removes the server and adds
-// it back). It returns once the configuration is the original again and the
-// server is healthy.
+// it back). It returns once the server says the leader answered, the
+// configuration is the original again and the server is healthy.
 func (c *Cluster) rebuild(ctx context.Context, i int) error {
 	id := c.ID(i)
+	since := logSize(c.LogPath(i))
 	err := c.startWith(i, func(args []string) []string { return append(args, "-rebuild") })
 	if err != nil {
 		return err
 	}
+	// Raft's replication may make the empty server a member again before
+	// its request to be rebuilt reaches the leader: done once the server
+	// says the leader answered it, and the configuration is whole again.
 	want := c.originalMembers()
 	for {
+		asked := strings.Contains(logSince(c.LogPath(i), since), "rebuilding from the cluster")
 		got, err := c.Members(ctx)
-		if err == nil && got == want {
+		if asked && err == nil && got == want {
 			if h, err := c.Health(ctx, i); err == nil && h.Healthy {
 				return nil
 			}

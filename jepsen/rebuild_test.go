@@ -48,26 +48,7 @@ func TestRebuildCommand(t *testing.T) {
 	const target = 2
 	time.Sleep(500 * time.Millisecond) // s3 applies the creates
 	c.Kill(target)
-	// Flip a bit of the payload in s3's log.
-	segs, _ := filepath.Glob(filepath.Join(c.DataDir(target), "wal", "*.wal"))
-	flipped := ""
-	for _, seg := range segs {
-		b, err := os.ReadFile(seg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if k := bytes.Index(b, payload); k >= 0 {
-			b[k+3] ^= 0x04
-			if err := os.WriteFile(seg, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			flipped = seg
-			break
-		}
-	}
-	if flipped == "" {
-		t.Fatalf("no segment of s3 holds the payload (%v)", segs)
-	}
+	flipped := flipPayload(t, c.DataDir(target), payload)
 	since := logSize(c.LogPath(target))
 	if err := c.Start(target); err != nil {
 		t.Fatal(err)
@@ -122,4 +103,26 @@ func TestRebuildCommand(t *testing.T) {
 	if why := stopReason(logSince(c.LogPath(target), since)); !strings.Contains(why, "verifies; -rebuild is only for a data directory that does not") {
 		t.Errorf("-rebuild on a good data directory: %q", why)
 	}
+}
+
+// flipPayload flips one bit of payload where a wal segment under dataDir
+// holds it, and returns the segment.
+func flipPayload(t *testing.T, dataDir string, payload []byte) string {
+	t.Helper()
+	segs, _ := filepath.Glob(filepath.Join(dataDir, "wal", "*.wal"))
+	for _, seg := range segs {
+		b, err := os.ReadFile(seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := bytes.Index(b, payload); k >= 0 {
+			b[k+3] ^= 0x04
+			if err := os.WriteFile(seg, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return seg
+		}
+	}
+	t.Fatalf("no segment under %s holds the payload (%v)", dataDir, segs)
+	return ""
 }

@@ -16,6 +16,11 @@ func (s *Server) leaderLoop() {
 	tick := time.NewTicker(max(s.cfg.Tick/2, 5*time.Millisecond))
 	defer tick.Stop()
 	wasLeader, wasMember, toldRemoved := false, false, false
+	// A rebuilt server (Config.Rebuild) asks to join saying so until it is
+	// answered, even once raft's replication has made it a member again:
+	// only the leader's removal and re-adding makes its lost votes not
+	// count. The removal it asked for is not an operator's.
+	rebuildPending := s.cfg.Rebuild
 	var lastContainerCheck, lastReconcile time.Time
 	for {
 		select {
@@ -31,6 +36,15 @@ func (s *Server) leaderLoop() {
 			s.log.Info("became leader; session timeouts re-armed", "sessions", n)
 		}
 		wasLeader = leader
+		if !leader && rebuildPending {
+			if s.rebuildAsked.Load() {
+				rebuildPending, wasMember = false, false
+			} else if time.Since(lastReconcile) > s.cfg.RaftTimeout {
+				lastReconcile = time.Now()
+				go s.join()
+			}
+			continue
+		}
 		if !leader {
 			// A server asks to join until it is in the configuration; once
 			// it has been, leaving it means an operator removed it, and it
