@@ -248,4 +248,3 @@ func corruptOneServer(t *testing.T, bin string, env []string) Verdict {
 	}
 	return convergedVerdict(ctx, c)
 }
-
