@@ -82,14 +82,7 @@ func (d *powerDisks) prepare(dir string, voters, servers int) (err error) {
 func (d *powerDisks) cleanup() error {
 	var errs []error
 	for _, f := range d.fs {
-		var err error
-		for k := 0; k < 50; k++ {
-			if err = f.Unmount(); err == nil {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err != nil {
+		if err := f.Unmount(); err != nil {
 			errs = append(errs, fmt.Errorf("jepsen: %v", err))
 		}
 	}

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 )
 
 // The planted bugs other than ackearly (TestPlantedAckEarly): each runs
@@ -211,24 +209,9 @@ func corruptOneServer(t *testing.T, bin string, env []string) Verdict {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := StartCluster(ctx, ClusterConfig{Bin: bin, Dir: t.TempDir(), Voters: 3, Env: env, Log: testLog(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	conn, _, err := zk.Connect(c.Addrs(), 5*time.Second, zk.WithLogInfo(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	payload := []byte("the one value that rots: 51c0ffee")
-	for _, p := range []string{"/a", "/b", "/c"} {
-		if _, err := conn.Create(p, payload, 0, zk.WorldACL(zk.PermAll)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := threeVotersHolding(ctx, t, bin, env, payload)
 	const target = 2
-	time.Sleep(500 * time.Millisecond) // s3 applies the creates
 	c.Kill(target)
 	flipPayload(t, c.DataDir(target), payload)
 	if err := c.Start(target); err != nil {

@@ -25,28 +25,9 @@ func TestRebuildCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	c, err := StartCluster(ctx, ClusterConfig{Bin: bin, Dir: dir, Voters: 3, Log: testLog(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	conn, _, err := zk.Connect(c.Addrs(), 5*time.Second, zk.WithLogInfo(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	payload := []byte("a value only this znode holds: 7f3a9c")
-	for _, p := range []string{"/a", "/b", "/c"} {
-		if _, err := conn.Create(p, payload, 0, zk.WorldACL(zk.PermAll)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := conn.Sync("/"); err != nil {
-		t.Fatal(err)
-	}
+	c := threeVotersHolding(ctx, t, bin, nil, payload)
 	const target = 2
-	time.Sleep(500 * time.Millisecond) // s3 applies the creates
 	c.Kill(target)
 	flipped := flipPayload(t, c.DataDir(target), payload)
 	since := logSize(c.LogPath(target))
@@ -125,4 +106,37 @@ func flipPayload(t *testing.T, dataDir string, payload []byte) string {
 	}
 	t.Fatalf("no segment under %s holds the payload (%v)", dataDir, segs)
 	return ""
+}
+
+// threeVotersHolding starts 3 voters (closed when t ends), creates /a, /b
+// and /c holding payload and waits until s3 has applied them.
+func threeVotersHolding(ctx context.Context, t *testing.T, bin string, env []string, payload []byte) *Cluster {
+	t.Helper()
+	c, err := StartCluster(ctx, ClusterConfig{Bin: bin, Dir: t.TempDir(), Voters: 3, Env: env, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	conn, _, err := zk.Connect(c.Addrs(), 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, p := range []string{"/a", "/b", "/c"} {
+		if _, err := conn.Create(p, payload, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	one, _, err := zk.Connect([]string{c.Addr(2)}, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	if _, err := one.Sync("/c"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := one.Exists("/c"); err != nil || !ok {
+		t.Fatalf("s3 does not hold /c: %v", err)
+	}
+	return c
 }

@@ -156,16 +156,22 @@ func (f *FS) mount() error {
 }
 
 // Unmount unmounts the filesystem, keeping what it has not synced (a
-// later PowerLoss can still undo it).
+// later PowerLoss can still undo it). The kernel lets go of a killed
+// process's files a moment after it is reaped, so a busy mount is tried
+// again for up to 5 s.
 func (f *FS) Unmount() error {
 	if f.server == nil {
 		return nil
 	}
-	err := f.server.Unmount()
-	if err == nil {
-		f.server = nil
+	var err error
+	for k := 0; k < 50; k++ {
+		if err = f.server.Unmount(); err == nil {
+			f.server = nil
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return err
+	return fmt.Errorf("forgetfs: unmounting %s: %w", f.mountpoint, err)
 }
 
 // Remount mounts the filesystem again after Unmount or PowerLoss.
@@ -261,18 +267,9 @@ func (f *FS) summary(log []*change) []string {
 // undoes every change no fsync made durable, newest first.
 func (f *FS) PowerLoss(l Loss) (Lost, error) {
 	var lost Lost
-	// The kernel lets go of a killed process's files a moment after it
-	// is reaped: the unmount may be refused as busy until then.
 	f.Thaw()
-	var err error
-	for k := 0; k < 50; k++ {
-		if err = f.Unmount(); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		return lost, fmt.Errorf("forgetfs: unmounting %s: %w", f.mountpoint, err)
+	if err := f.Unmount(); err != nil {
+		return lost, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
