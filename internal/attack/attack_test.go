@@ -668,6 +668,9 @@ func runSuite(t *testing.T, mode string) {
 			refused(t, rep, "Touch (peer port)", a.name, err)
 			_, err = api.NewInternalClient(cc).Join(cctx, &api.JoinRequest{Member: &api.Member{Id: "ghost", RaftAddr: "127.0.0.1:1", GrpcAddr: "127.0.0.1:1", Role: "voter"}})
 			refused(t, rep, "Join (peer port)", a.name, err)
+			// A rebuild request would have the leader remove a voter.
+			_, err = api.NewInternalClient(cc).Join(cctx, &api.JoinRequest{Member: &api.Member{Id: "s3", RaftAddr: "127.0.0.1:1", GrpcAddr: "127.0.0.1:1", Role: "voter"}, Rebuild: true})
+			refused(t, rep, "Join rebuild (peer port)", a.name, err)
 			_, err = api.NewAdminClient(cc).KillSession(cctx, &api.KillSessionRequest{Id: victim.SessionID()})
 			refused(t, rep, "Admin KillSession (peer port)", a.name, err)
 			ccancel()
