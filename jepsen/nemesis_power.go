@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -313,19 +314,45 @@ func (n *fsyncErrorNemesis) Heal(ctx context.Context, c *Cluster) error {
 	i := n.target
 	f := n.d.fs[i]
 	f.FailFsync(false)
+	// A server that saw the failure late (its next fsync came after the
+	// window) is still on its way out: wait for it, bounded, rather than
+	// call it healed and have it exit under the checkers.
+	for t0 := time.Now(); c.Running(i) && strings.Contains(n.logSince(c), storeFailedMsg) &&
+		time.Since(t0) < fsyncExitWait && ctx.Err() == nil; {
+		time.Sleep(20 * time.Millisecond)
+	}
 	if c.Running(i) {
 		n.note = c.ID(i) + " kept running"
 		return nil
 	}
-	tail := ""
-	if b, err := os.ReadFile(c.LogPath(i)); err == nil && int64(len(b)) >= n.since {
-		tail = stopReason(string(b[n.since:]))
-	}
+	tail := stopReason(n.logSince(c))
 	// What the server wrote but failed to sync may be gone, as on a disk
 	// that reported the error: drop it before the server starts again.
 	desc, err := n.d.lose(c, i, forgetfs.Loss{})
 	n.note = fmt.Sprintf("%s stopped: %s; %s; started again", c.ID(i), tail, desc)
 	return errors.Join(err, c.Start(i))
+}
+
+// storeFailedMsg is what a server logs when its raft store failed and it
+// must stop (server/replica).
+const storeFailedMsg = "raft store failed: the server must stop"
+
+// fsyncExitWait bounds the wait for a server that logged storeFailedMsg to
+// exit (cmd/coord bounds its own close at 5 s).
+const fsyncExitWait = 15 * time.Second
+
+// logSince is what the target logged since Inject.
+func (n *fsyncErrorNemesis) logSince(c *Cluster) string {
+	f, err := os.Open(c.LogPath(n.target))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.NewSectionReader(f, n.since, 1<<40))
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // stopReason is the line of a server's log that says why it stopped: the

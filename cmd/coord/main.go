@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -133,18 +134,39 @@ func setAside(dataDir string, log *slog.Logger) error {
 // stopFailed stops a server whose data directory failed (Server.Failed):
 // it must not go on, as if what it acknowledged were safe. Exit code 1, as
 // a server that cannot start.
-func stopFailed(srv *server.Server, log *slog.Logger, stopping *atomic.Bool) int {
+func stopFailed(srv failedServer, log *slog.Logger, stopping *atomic.Bool) int {
 	stopping.Store(true)
 	msg := "stopping: the data directory cannot be written safely"
 	if errors.Is(srv.Err(), server.ErrDataCorrupt) {
 		msg = "stopping: the data directory is corrupt"
 	}
 	log.Error(msg, "err", srv.Err())
-	if err := srv.Close(); err != nil {
-		log.Error("shutdown", "err", err)
+	closed := make(chan error, 1)
+	go func() { closed <- srv.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			log.Error("shutdown", "err", err)
+		}
+	case <-time.After(failedStopWait):
+		// Nothing on disk needs a clean close any more (the store takes no
+		// writes), and a server that must stop must not linger: exit, as a
+		// kill -9 would, and say what held the close.
+		var stacks strings.Builder
+		_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+		log.Error("the shutdown did not finish; exiting without it", "after", failedStopWait, "goroutines", stacks.String())
 	}
 	return 1
 }
+
+// failedServer is what stopFailed needs of a *server.Server.
+type failedServer interface {
+	Err() error
+	Close() error
+}
+
+// failedStopWait bounds the close of a server whose data directory failed.
+var failedStopWait = 5 * time.Second
 
 // options are what the flags and the config file decide.
 type options struct {

@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -579,7 +581,9 @@ func (r *Replica) shutdownRaft() error {
 	case err := <-done:
 		return err
 	case <-time.After(30 * time.Second):
-		r.log.Error("raft did not shut down within 35s; closing the replica anyway")
+		var stacks strings.Builder
+		_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+		r.log.Error("raft did not shut down within 35s; closing the replica anyway", "goroutines", stacks.String())
 		return errors.New("replica: raft did not shut down within 35s")
 	}
 }
