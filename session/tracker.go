@@ -179,6 +179,24 @@ func (t *Tracker) SetClosing(id int64) bool {
 	return ok
 }
 
+// Retry puts a session that Expired reported back in a bucket, due a tick
+// from now, and reports whether it did: the leader's closeSession for it
+// failed before the log (a full queue, a proposal the leader dropped), and
+// the session must not stay open for good because of that. A session that
+// is no longer tracked (its close committed) or that is not closing is
+// left alone.
+func (t *Tracker) Retry(id int64, now time.Time) bool {
+	off := t.offset(now)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, ok := t.sessions[id]
+	if !ok || !s.closing || s.bucket != nil {
+		return false
+	}
+	t.file(id, s, t.roundToNextInterval(off+t.tick))
+	return true
+}
+
 // IsClosing reports whether session id is tracked and closing.
 func (t *Tracker) IsClosing(id int64) bool {
 	t.mu.Lock()

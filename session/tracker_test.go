@@ -505,3 +505,34 @@ func TestTouchStoredAndIDs(t *testing.T) {
 	}
 	checkInvariants(t, tr)
 }
+
+// A session whose close failed is reported again a tick later; one whose
+// close committed (Remove), one never reported and an unknown one are not
+// touched.
+func TestRetryAfterAFailedClose(t *testing.T) {
+	tr, clk := newTestTracker(t, time.Second)
+	tr.Add(1, 2*time.Second)
+	tr.Add(2, 2*time.Second)
+	tr.Add(3, 10*time.Second)
+	wantExpired(t, tr, at(3*time.Second), 1, 2)
+	now := at(3*time.Second + 400*time.Millisecond)
+	clk.Set(now)
+	if !tr.Retry(1, now) {
+		t.Fatal("Retry of an expired session reported false")
+	}
+	tr.Remove(2)
+	if tr.Retry(2, now) || tr.Retry(3, now) || tr.Retry(99, now) {
+		t.Fatal("Retry moved a removed, a live or an unknown session")
+	}
+	if tr.Retry(1, now) {
+		t.Fatal("a second Retry before the session was reported again reported true")
+	}
+	checkInvariants(t, tr)
+	wantDeadline(t, tr, 1, at(5*time.Second)) // 4.4s rounds up to 5s
+	wantDeadline(t, tr, 3, at(11*time.Second))
+	if !tr.IsClosing(1) || tr.Touch(1, 2*time.Second) {
+		t.Fatal("a retried session took a touch: it is still closing")
+	}
+	wantExpired(t, tr, at(5*time.Second), 1)
+	checkInvariants(t, tr)
+}

@@ -41,6 +41,7 @@ type fakeReplica struct {
 	changed   chan struct{}
 	hold      bool
 	passwords uint64
+	refuse    int // the next so many commands fail before the log
 }
 
 // logEntry is a command in the fake log with its waiting request.
@@ -60,6 +61,12 @@ func newFakeReplica(clock *fakeClock) *fakeReplica {
 // the log unless it is held.
 func (f *fakeReplica) Submit(cmd *fsm.Command, done func(replica.Result)) {
 	f.logMu.Lock()
+	if f.refuse > 0 {
+		f.refuse--
+		f.logMu.Unlock()
+		done(replica.Result{Err: replica.ErrNoLeader})
+		return
+	}
 	cmd.Time = f.clock.Now().UnixMilli()
 	if cmd.Type == fsm.CmdCreateSession {
 		f.passwords++
@@ -123,6 +130,14 @@ func (f *fakeReplica) apply(n int) int {
 		count++
 	}
 	return count
+}
+
+// refuseNext makes the next n submitted commands fail before the log, as
+// a leader's full queue or lost leadership fails them.
+func (f *fakeReplica) refuseNext(n int) {
+	f.logMu.Lock()
+	f.refuse = n
+	f.logMu.Unlock()
 }
 
 // setHold makes submitted commands wait in the log (true) or apply at once

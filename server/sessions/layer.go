@@ -209,7 +209,15 @@ func (l *Layer) Expire(now time.Time) {
 			continue
 		}
 		cmd := &fsm.Command{Type: fsm.CmdCloseSession, Session: id}
-		l.rep.Submit(cmd, func(r replica.Result) { l.AuditServerWrite("", cmd, r.Res, r.Err) })
+		l.rep.Submit(cmd, func(r replica.Result) {
+			l.AuditServerWrite("", cmd, r.Res, r.Err)
+			if r.Err != nil && l.tracker.Retry(id, l.clock.Now()) {
+				// Without this the session, out of its bucket and marked
+				// closing, would stay open (and its ephemerals with it)
+				// until the next leader: seen with 50,000 expiring at once.
+				l.log.Warn("closing an expired session failed; trying again", "session", sessionHex(id), "err", r.Err)
+			}
+		})
 	}
 }
 

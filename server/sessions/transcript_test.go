@@ -350,6 +350,8 @@ func (w *world) run(line string) {
 		w.rep.apply(n)
 	case "release":
 		w.rep.setHold(false)
+	case "refuse":
+		w.rep.refuseNext(w.atoi(args[1]))
 	case "log":
 		cmds := w.rep.pendingCommands()
 		if len(cmds) == 0 {
