@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"time"
 
 	"coord/server/sessions"
@@ -34,7 +35,14 @@ type conn struct {
 func (f *Frontend) serveConn(nc net.Conn, ip string) {
 	defer nc.Close()
 	stats := newConnStats(f.stats, time.Now())
-	br := bufio.NewReaderSize(nc, 64<<10)
+	br := borrowReader(nc)
+	fr := &frameReader{nc: nc, br: br}
+	handedOff := false // to readLoop, which gives the buffer back
+	defer func() {
+		if !handedOff {
+			fr.release()
+		}
+	}()
 	// The connect request (or a four-letter word) must come within the
 	// handshake timeout (ZooKeeper: sessionlessCnxnTimeout, 10 s).
 	nc.SetReadDeadline(time.Now().Add(f.cfg.HandshakeTimeout))
@@ -101,18 +109,21 @@ func (f *Frontend) serveConn(nc net.Conn, ip string) {
 		delete(f.byConn, c)
 		f.mu.Unlock()
 	}()
-	go zc.readLoop(br, time.Duration(resp.TimeoutMs)*time.Millisecond)
+	fr.max = zc.max
+	handedOff = true
+	go zc.readLoop(fr, time.Duration(resp.TimeoutMs)*time.Millisecond)
 	zc.writeLoop()
 }
 
 // readLoop reads requests until the client goes away or sends something
 // that ends the connection. A client silent for longer than its session
 // timeout is disconnected (its session then expires unless it re-attaches).
-func (zc *conn) readLoop(br *bufio.Reader, timeout time.Duration) {
+func (zc *conn) readLoop(fr *frameReader, timeout time.Duration) {
 	defer zc.c.Shut(nil)
+	defer fr.release()
 	for {
 		zc.nc.SetReadDeadline(time.Now().Add(timeout))
-		frame, err := zk.ReadFrame(br, zc.max)
+		frame, err := fr.next()
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				zc.f.log.Debug("ZooKeeper connection read", "session", fmt.Sprintf("0x%x", zc.c.ID()), "err", err)
@@ -137,14 +148,27 @@ func (zc *conn) readLoop(br *bufio.Reader, timeout time.Duration) {
 // writeLoop sends the session's outbound messages as jute frames until the
 // session's connection is shut.
 func (zc *conn) writeLoop() {
-	bw := bufio.NewWriterSize(zc.nc, 64<<10)
+	var bw *bufio.Writer // borrowed while a batch is written
+	defer func() {
+		if bw != nil {
+			bw.Flush()
+			giveWriter(bw)
+		}
+	}()
 	var buf []byte
 	for {
+		if bw != nil {
+			giveWriter(bw)
+			bw = nil
+		}
+		if cap(buf) > maxKeptFrame {
+			buf = nil // a large reply's buffer is not kept while idle
+		}
 		msgs, ok := zc.c.Next()
 		if !ok {
-			bw.Flush()
 			return
 		}
+		bw = borrowWriter(zc.nc)
 		for _, m := range msgs {
 			buf = buf[:0]
 			closeAfter := false
@@ -184,5 +208,81 @@ func (zc *conn) writeLoop() {
 			return
 		}
 		zc.c.Written()
+	}
+}
+
+// Buffers. A server may hold 100,000 connections, most of them idle but
+// for a ping every few seconds, so a connection holds no read or write
+// buffer while it waits: the reader waits for the next frame's 4-byte
+// length on the socket itself and borrows a 64 KiB buffer from a pool
+// for the frame and whatever came with it (pipelined requests), giving it
+// back once it has read everything that arrived; the writer borrows one
+// for each batch of replies. Before, each connection kept 128 KiB.
+var (
+	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
+)
+
+// maxKeptFrame is the largest encoding buffer the writer keeps while idle.
+const maxKeptFrame = 4 << 10
+
+func borrowReader(nc net.Conn) *bufio.Reader {
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(nc)
+	return br
+}
+
+func borrowWriter(nc net.Conn) *bufio.Writer {
+	bw := writers.Get().(*bufio.Writer)
+	bw.Reset(nc)
+	return bw
+}
+
+func giveWriter(bw *bufio.Writer) {
+	bw.Reset(nil)
+	writers.Put(bw)
+}
+
+// frameReader reads frames off a connection, holding a borrowed buffer
+// only while frames arrive back to back.
+type frameReader struct {
+	nc  net.Conn
+	br  *bufio.Reader // nil while idle
+	max int
+}
+
+// next reads the next frame's body.
+func (fr *frameReader) next() ([]byte, error) {
+	if fr.br != nil && fr.br.Buffered() == 0 {
+		fr.release()
+	}
+	if fr.br != nil {
+		return zk.ReadFrame(fr.br, fr.max)
+	}
+	var prefix [4]byte
+	if _, err := io.ReadFull(fr.nc, prefix[:]); err != nil {
+		return nil, err
+	}
+	n, err := zk.FrameLength(prefix[:], fr.max)
+	if err != nil {
+		return nil, err
+	}
+	fr.br = borrowReader(fr.nc)
+	body := make([]byte, n)
+	if _, err := io.ReadFull(fr.br, body); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return body, nil
+}
+
+// release gives the buffer back (what it holds has been read).
+func (fr *frameReader) release() {
+	if fr.br != nil {
+		fr.br.Reset(nil)
+		readers.Put(fr.br)
+		fr.br = nil
 	}
 }
