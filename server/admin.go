@@ -298,6 +298,10 @@ func (a *adminService) AddServer(ctx context.Context, req *api.AddServerRequest)
 	if req.Observer {
 		add = s.rep.AddNonvoter
 	}
+	// The role first: a non-voter added as an observer must not look,
+	// for a moment, like a voter catching up (reconcileMembers would
+	// promote it).
+	s.setRole(req.Id, req.RaftAddr, req.Observer)
 	if err := add(req.Id, req.RaftAddr, s.leaderWait()); err != nil {
 		return nil, err
 	}

@@ -167,6 +167,20 @@ func (s *Server) discover(ctx context.Context) {
 	}
 }
 
+// setRole records the role an operator gives a server (leader): in the
+// members table and for /zookeeper/config's next text.
+func (s *Server) setRole(id, raftAddr string, observer bool) {
+	if id != s.cfg.ID {
+		s.mu.Lock()
+		m := s.members[id]
+		m.ID, m.RaftAddr, m.Observer = id, raftAddr, observer
+		s.members[id] = m
+		s.mu.Unlock()
+		s.saveMembers()
+	}
+	s.reconf.SetRole(raftAddr, observer)
+}
+
 // learn records a server's addresses.
 func (s *Server) learn(m Member) {
 	if m.ID == s.cfg.ID {
@@ -264,8 +278,10 @@ func (s *Server) join() {
 
 // reconcileMembers (leader only) adds joiner (a server that asked to join,
 // if any) to the raft configuration as a non-voter, and promotes a
-// non-voter whose configured role is voter once it has caught up with the
-// log. It adds no other server: a known server missing from the
+// non-voter that /zookeeper/config makes a participant (one that asked to
+// join as a voter, or was one before an empty restart) once it has caught
+// up with the log; one an operator or a reconfig made an observer stays
+// one, under this leader and the next. It adds no other server: a known server missing from the
 // configuration may be one an operator removed, and a server that wants in
 // asks (join), again until it is in.
 func (s *Server) reconcileMembers(joiner *Member) {
@@ -296,7 +312,7 @@ func (s *Server) reconcileMembers(joiner *Member) {
 	}
 	s.mu.Unlock()
 	for _, m := range members {
-		if voter, ok := inConfig[m.ID]; ok && !voter && !m.Observer && s.caughtUp(m) {
+		if voter, ok := inConfig[m.ID]; ok && !voter && s.reconf.Participant(m.ID) && s.caughtUp(m) {
 			s.log.Info("promoting caught-up server to voter", "id", m.ID)
 			if err := s.rep.AddVoter(m.ID, m.RaftAddr, s.leaderWait()); err != nil {
 				s.log.Warn("promoting server", "id", m.ID, "err", err)

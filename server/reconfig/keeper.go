@@ -84,6 +84,16 @@ type Keeper struct {
 	mu           sync.Mutex  // one reconfig at a time (reconfig.go)
 	busy         atomic.Bool // a Reconcile runs (zkconfig.go)
 	lastDiscover time.Time   // Reconcile's last Discover, under busy
+
+	rolesMu sync.Mutex
+	roles   map[string]roleSet // raft address → a role an operator set here (SetRole)
+}
+
+// roleSet is a role an operator gave a server on this server (the leader)
+// while /zookeeper/config had version at.
+type roleSet struct {
+	observer bool
+	at       int64
 }
 
 // New returns the Keeper of a server.

@@ -27,9 +27,17 @@ import (
 // One line per server in raft's configuration: host:quorumPort is its raft
 // address, electionPort its gRPC port (coord has no election port; the
 // gRPC port is what a reconfig needs to reach the server), the role
-// participant for a voter and observer for a non-voter, and after the ';'
-// its ZooKeeper client address (left out while unknown). version is the
-// zxid of the entry that wrote the text.
+// role, and after the ';' its ZooKeeper client address (left out while
+// unknown). version is the zxid of the entry that wrote the text.
+//
+// The role is what the server is meant to be, as in ZooKeeper, where the
+// dynamic configuration decides a server's role: a voter is a participant;
+// a non-voter is an observer, or a participant still catching up with the
+// log, which the leader promotes to voter once it has caught up
+// (Participant). A non-voter keeps the role its line has; one new to the
+// text takes the role it asked to join with or an operator added it with
+// (SetRole), else observer. The text is replicated, so a new leader knows
+// which non-voters to promote from it, not from its own flags.
 //
 // ZooKeeper's server ids are numbers; coord's are strings. The number of a
 // server is stable: it keeps the number its raft address has in the current
@@ -220,7 +228,7 @@ func trailingNumber(id string) int64 {
 // renderConfig is the text /zookeeper/config should hold (without its
 // version line) for raft's servers, numbered as the current text numbers
 // them. It reports whether it knew every server's client address.
-func (k *Keeper) renderConfig(servers []replica.Member, current string) (string, bool) {
+func (k *Keeper) renderConfig(servers []replica.Member, current string, version int64) (string, bool) {
 	byAddr := map[string]configLine{}
 	for _, l := range parseConfigText(current) {
 		byAddr[l.RaftAddr] = l
@@ -242,7 +250,7 @@ func (k *Keeper) renderConfig(servers []replica.Member, current string) (string,
 		if client == "" {
 			client = old.Client
 		}
-		lines[i] = configLine{RaftAddr: srv.Addr, GRPCPort: grpcPort, Observer: !srv.Voter, Client: client}
+		lines[i] = configLine{RaftAddr: srv.Addr, GRPCPort: grpcPort, Observer: k.observer(srv, old, inText, version), Client: client}
 		if inText && !used[old.N] {
 			lines[i].N, used[old.N] = old.N, true
 		}
@@ -273,6 +281,69 @@ func (k *Keeper) renderConfig(servers []replica.Member, current string) (string,
 		b.WriteByte('\n')
 	}
 	return b.String(), complete
+}
+
+// observer is the role the text gives srv (see above): old is its line in
+// the current text (inText), version the text's version.
+func (k *Keeper) observer(srv replica.Member, old configLine, inText bool, version int64) bool {
+	if srv.Voter {
+		return false
+	}
+	k.rolesMu.Lock()
+	set, ok := k.roles[srv.Addr]
+	k.rolesMu.Unlock()
+	switch m, known := k.srv.Members()[srv.ID]; {
+	case ok && set.at == version:
+		return set.observer
+	case inText:
+		return old.Observer
+	case known:
+		return m.Observer
+	}
+	return true
+}
+
+// SetRole (leader) records the role an operator gives the server at
+// raftAddr, before raft's configuration changes: the next text written
+// shows it, even for a server the text lists with another role. It lasts
+// until the text changes (by this server's Reconcile, which writes it, or
+// by a reconfig, which decides the roles itself).
+func (k *Keeper) SetRole(raftAddr string, observer bool) {
+	_, version := k.currentConfig()
+	k.rolesMu.Lock()
+	defer k.rolesMu.Unlock()
+	if k.roles == nil {
+		k.roles = map[string]roleSet{}
+	}
+	for addr, set := range k.roles {
+		if set.at != version {
+			delete(k.roles, addr)
+		}
+	}
+	k.roles[raftAddr] = roleSet{observer: observer, at: version}
+}
+
+// Participant (leader) reports whether the server id, a member of raft's
+// configuration, is meant to be a voter: a non-voter that is a participant
+// by the rules above is one still catching up, to promote once it has.
+func (k *Keeper) Participant(id string) bool {
+	servers, err := k.rep.Configuration()
+	if err != nil {
+		return false
+	}
+	current, version := k.currentConfig()
+	for _, srv := range servers {
+		if srv.ID != id {
+			continue
+		}
+		for _, l := range parseConfigText(current) {
+			if l.RaftAddr == srv.Addr {
+				return !k.observer(srv, l, true, version)
+			}
+		}
+		return !k.observer(srv, configLine{}, false, version)
+	}
+	return false
 }
 
 // currentConfig is this server's /zookeeper/config: its lines (without
@@ -341,14 +412,14 @@ func (k *Keeper) Reconcile() {
 		return
 	}
 	current, version := k.currentConfig()
-	want, complete := k.renderConfig(servers, current)
+	want, complete := k.renderConfig(servers, current, version)
 	if !complete && time.Since(k.lastDiscover) > time.Second {
 		// Ask the others for the client addresses this server lacks.
 		k.lastDiscover = time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), k.cfg.RaftTimeout)
 		k.srv.Discover(ctx)
 		cancel()
-		want, _ = k.renderConfig(servers, current)
+		want, _ = k.renderConfig(servers, current, version)
 	}
 	if want == current {
 		return

@@ -164,7 +164,8 @@ func reconfigure(t testing.TB, c *client, what string, try func() (*zk.Stat, err
 // and reconfig changes it (go-zookeeper's IncrementalReconfig and
 // Reconfig): refused NoAuth without WRITE on the node, BadVersion for a
 // stale fromConfig, a data watch fires on every change; removing a voter,
-// adding it back as an observer, then as a participant (non-incremental);
+// adding it back as an observer (which stays one under the next leader),
+// then as a participant (non-incremental);
 // and the new membership survives SIGKILL and restart of the leader and a
 // follower while clients reconnect at once.
 func TestReconfig(t *testing.T) {
@@ -220,6 +221,15 @@ func TestReconfig(t *testing.T) {
 	time.Sleep(time.Second)
 	if again := readConfig(t, anon); again.raw != cfg.raw {
 		t.Fatalf("config changed by itself after the reconfig: %q, then %q", cfg.raw, again.raw)
+	}
+	// So must the next leader: 4's role is in the replicated text, not in
+	// the new leader's own configuration (which, as every server's, names
+	// 4 a participant).
+	cl.Restart(cl.Leader())
+	cl.Leader()
+	time.Sleep(time.Second)
+	if again := readConfig(t, anon); again.raw != cfg.raw {
+		t.Fatalf("config changed after the leader's restart: %q, then %q", cfg.raw, again.raw)
 	}
 	// An observer serves: a write through it reaches the others.
 	obs := connect(t, "on the observer", []string{cl.Addr(3)}, clientOpts{})
