@@ -279,20 +279,43 @@ func (g *globals) members(ctx context.Context) ([]*api.Member, *api.StatusRespon
 	return m.Members, st, nil
 }
 
+// leaderWait is how long leaderAdmin waits for a server that knows no
+// leader (an election under way) to learn of one: a few election
+// timeouts.
+var leaderWait = 5 * time.Second
+
 // leaderAdmin returns an Admin client on the leader: it asks any server who
-// leads and where that server's gRPC address is.
+// leads and where that server's gRPC address is, asking again for up to
+// leaderWait (within ctx) while the server knows no leader.
 func (g *globals) leaderAdmin(ctx context.Context) (*admin, []*api.Member, error) {
-	a, st, m, err := g.anyMember(ctx)
-	if err != nil {
-		return nil, nil, err
+	deadline := time.Now().Add(leaderWait)
+	for {
+		a, st, m, err := g.anyMember(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if st.Role == "leader" {
+			return a, m.Members, nil
+		}
+		a.Close()
+		if st.LeaderId != "" {
+			return g.dialLeader(st, m.Members)
+		}
+		if time.Now().After(deadline) {
+			return nil, nil, fmt.Errorf("server %s (%s) knows no leader", st.Id, a.addr)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, fmt.Errorf("server %s (%s) knows no leader", st.Id, a.addr)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	if st.Role == "leader" {
-		return a, m.Members, nil
-	}
-	a.Close()
-	if st.LeaderId == "" {
-		return nil, nil, fmt.Errorf("server %s (%s) knows no leader", st.Id, a.addr)
-	}
+}
+
+// dialLeader dials the leader st names, at the address the member list
+// gives.
+func (g *globals) dialLeader(st *api.StatusResponse, members []*api.Member) (*admin, []*api.Member, error) {
+	m := &api.MembersResponse{Members: members}
 	for _, mem := range m.Members {
 		if mem.Id == st.LeaderId {
 			if mem.GrpcAddr == "" {
