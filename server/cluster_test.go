@@ -113,11 +113,14 @@ func (c *TestCluster) WaitConverged() {
 func TestSessionExpiry(t *testing.T) {
 	t.Parallel()
 	c := NewTestCluster(t, 3, 0)
-	doomed, err := dialSession(t, c.Servers[0].GRPCAddr(), &api.ConnectRequest{TimeoutMs: 400})
+	// The doomed session must outlive the set-up below (a sync and a read
+	// on each server between its pings): 1 s, as 400 ms expired it there
+	// once under CI's load with -race.
+	doomed, err := dialSession(t, c.Servers[0].GRPCAddr(), &api.ConnectRequest{TimeoutMs: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if doomed.timeout != 400 {
+	if doomed.timeout != 1000 {
 		t.Fatalf("negotiated %d ms", doomed.timeout)
 	}
 	mustOK(t, doomed.create("/doomed", "", vocab.ModeEphemeral))
