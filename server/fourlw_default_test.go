@@ -119,7 +119,7 @@ func TestHTTPPprofOnlyWithFlag(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	for _, p := range []string{"/debug/pprof/", "/debug/pprof/heap?debug=1", "/debug/pprof/goroutine?debug=2", "/debug/pprof/profile?seconds=1"} {
+	for _, p := range []string{"/debug/pprof/", "/debug/pprof/heap?debug=1", "/debug/pprof/goroutine?debug=2", "/debug/pprof/profile?seconds=1", "/debug/pprof/trace?seconds=1"} {
 		if code, body := get(def, p); code != http.StatusNotFound {
 			t.Errorf("GET %s without Pprof: %d, want 404: %.200q", p, code, body)
 		}

@@ -31,10 +31,11 @@ func (s *Server) startHTTP() error {
 	mux.HandleFunc("/health", s.serveHealth)
 	if s.cfg.Pprof {
 		// Only with -pprof: profiles show anyone who reaches this port the
-		// server's heap, goroutines and CPU. Without it /debug/pprof/ is
-		// 404 (no pattern matches).
+		// server's heap, goroutines, CPU and execution trace. Without it
+		// /debug/pprof/ is 404 (no pattern matches).
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	admin := &adminService{s: s}
 	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {

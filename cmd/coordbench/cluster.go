@@ -212,7 +212,8 @@ func (c *cluster) args(i int) []string {
 	}
 	args := []string{"-id", fmt.Sprintf("s%d", i), "-data-dir", filepath.Join(c.dir, fmt.Sprintf("s%d", i)),
 		"-raft-addr", c.raftAddr(i), "-grpc-addr", c.grpcAddr(i), "-peers", strings.Join(peers, ";"),
-		"-gossip-addr", c.gossipAddr(i), "-http-addr", c.httpAddr(i), "-bootstrap=true", "-log-level", c.logLevel}
+		"-gossip-addr", c.gossipAddr(i), "-http-addr", c.httpAddr(i), "-bootstrap=true", "-log-level", c.logLevel,
+		"-max-client-conns", "0"} // as zoo.cfg's maxClientCnxns=0 for -zookeeper
 	if c.zkFlag {
 		args = append(args, "-zk-addr", c.zkAddr(i))
 	}
@@ -404,11 +405,13 @@ func (c *cluster) health(ctx context.Context) []serverHealth {
 	return out
 }
 
-// liveHeap asks server i to collect garbage and returns its HeapAlloc
+// liveHeap asks server i to collect garbage (twice) and returns its HeapAlloc
 // afterwards (pprof's heap page with gc=1 runs a collection first and
 // prints the runtime's MemStats with debug=1), or 0 if it cannot tell.
 func (c *cluster) liveHeap(ctx context.Context, i int) int64 {
 	var heap int64
+	// Twice: a pool's (sync.Pool) idle buffers outlive one collection.
+	c.scanPage(ctx, i, "/debug/pprof/heap?gc=1&debug=1", time.Minute, func(string) {})
 	c.scanPage(ctx, i, "/debug/pprof/heap?gc=1&debug=1", time.Minute, func(line string) {
 		if v, ok := strings.CutPrefix(line, "# HeapAlloc = "); ok {
 			heap, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)

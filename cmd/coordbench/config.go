@@ -28,6 +28,7 @@ type config struct {
 	srvLog    string   // the servers' -log-level
 	srvFlags  string   // more flags for every server
 	stages    string   // "local", or HTTP addresses whose stage histograms to print per run
+	sessionOn string   // -local, -zookeeper: "leader" or "follower" puts session 0 there ("" the list's order)
 
 	zkJava           string        // -zookeeper: the java binary
 	zkClasspath      string        // -zookeeper: ZooKeeper's jars
@@ -60,6 +61,11 @@ type config struct {
 	bigRounds        int
 	freshness        bool // -freshness: how soon other servers show an acknowledged write
 	freshnessWrites  int  // -freshness: acknowledged writes measured
+	scale            int  // -scale: sessions opened at once (scale.go)
+	scaleWatches     int
+	scaleTimeout     time.Duration
+	scaleCPUWindow   time.Duration
+	floor            int // -floor: samples of each part of the write floor (floor.go)
 
 	jsonPath string // "" none, "-" stdout, else a file
 	verbose  bool
@@ -115,7 +121,13 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	fs.IntVar(&c.bigRounds, "big-rounds", 3, "-big: follower kills")
 	fs.BoolVar(&c.freshness, "freshness", false, "ZooKeeper's protocol only (-protocol zk or -zookeeper): one session on the leader sets a znode, and right after each ack one session on every follower and observer reads it until it shows the write; report the share of first reads that already show it and the ack-to-visible lag (freshness.go)")
 	fs.IntVar(&c.freshnessWrites, "freshness-writes", 1500, "-freshness: acknowledged writes measured (each is read on every other server)")
+	fs.IntVar(&c.scale, "scale", 0, "-local or -zookeeper: open `N` ZooKeeper-protocol sessions (a light client of this program's own, ~10 KB each) and measure connect rate, memory and idle CPU per session, -scale-watches watches (bytes per watch), fan-out of one change to N watchers, a connect storm after SIGKILL of the leader and the expiry of half the sessions at once (scale.go)")
+	fs.IntVar(&c.scaleWatches, "scale-watches", 0, "-scale: watches in all (default 10 per session), spread over the sessions")
+	fs.DurationVar(&c.scaleTimeout, "scale-timeout", 30*time.Second, "-scale: the session timeout asked for")
+	fs.IntVar(&c.floor, "floor", 0, "after the runs, take `N` samples each of a durable append (write + fdatasync, in the cluster's directory) and a loopback TCP round trip, and print what one replicated write cannot go below on this machine (floor.go)")
+	fs.DurationVar(&c.scaleCPUWindow, "scale-cpu-window", 10*time.Second, "-scale: how long the servers' CPU is measured, idle")
 	fs.StringVar(&c.jsonPath, "json", "", "also write one JSON object per run to this `file` (- for stdout)")
+	fs.StringVar(&c.sessionOn, "session-on", "", "-local, -zookeeper: `leader` or follower: start the list of servers (and so session 0, the one session of a 1x1 run) at the leader or at a voter after it")
 	fs.StringVar(&c.stages, "stages", "", "print each run's write-path stage breakdown from the servers' /metrics (coord_write_stage_seconds): \"local\" with -local, or their HTTP addresses, comma separated")
 	fs.BoolVar(&c.verbose, "v", false, "log client and cluster events to stderr")
 	if err := fs.Parse(args); err != nil {
@@ -170,7 +182,7 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	}
 	// -failover alone runs only the failover measurement unless
 	// -workloads is given too.
-	if (c.failover || c.flood > 0 || c.big > 0 || c.freshness) && !set["workloads"] {
+	if (c.failover || c.flood > 0 || c.big > 0 || c.freshness || c.scale > 0) && !set["workloads"] {
 		c.workloads = nil
 	} else if c.workloads, err = parseWorkloads(*wl); err != nil {
 		return c, err
@@ -240,6 +252,12 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	if c.big != 0 && (c.big < 1 || c.big > 100_000_000 || started == 0 || c.protocol != "zk" || c.bigRounds < 1 || c.bigRounds > 100) {
 		return c, errors.New("-big N needs 1 <= N <= 100000000, -local or -zookeeper, -protocol zk and -big-rounds 1..100")
 	}
+	if c.sessionOn != "" && (c.sessionOn != "leader" && c.sessionOn != "follower" || started == 0) {
+		return c, fmt.Errorf("-session-on %q: want leader or follower, with -local or -zookeeper", c.sessionOn)
+	}
+	if c.floor < 0 || c.floor > 1_000_000 {
+		return c, errors.New("-floor N needs 0 <= N <= 1000000")
+	}
 	if c.observers > 0 && (c.failover || c.big > 0) {
 		return c, errors.New("-observers does not go with -failover or -big (they kill and restart followers and voters only)")
 	}
@@ -251,6 +269,23 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	}
 	if c.freshnessWrites < 1 || c.freshnessWrites > 1_000_000 {
 		return c, fmt.Errorf("-freshness-writes %d: want 1..1000000", c.freshnessWrites)
+	}
+	if c.scale != 0 {
+		switch {
+		case c.scale < 2 || c.scale > 1_000_000 || started == 0 || c.protocol != "zk":
+			return c, errors.New("-scale N needs 2 <= N <= 1000000, -local or -zookeeper and -protocol zk")
+		case c.scaleWatches < 0 || c.scaleWatches > 100_000_000:
+			return c, fmt.Errorf("-scale-watches %d: want 0..100000000", c.scaleWatches)
+		case c.scaleTimeout < 4*time.Second || c.scaleTimeout > 40*time.Second:
+			return c, fmt.Errorf("-scale-timeout %v: want 4s..40s (ZooKeeper's default bounds)", c.scaleTimeout)
+		case c.scaleCPUWindow <= 0 || c.scaleCPUWindow > 10*time.Minute:
+			return c, fmt.Errorf("-scale-cpu-window %v: want > 0 and <= 10m", c.scaleCPUWindow)
+		}
+		if c.scaleWatches == 0 {
+			c.scaleWatches = 10 * c.scale
+		}
+	} else if set["scale-watches"] || set["scale-timeout"] || set["scale-cpu-window"] {
+		return c, errors.New("-scale-watches, -scale-timeout and -scale-cpu-window apply only with -scale")
 	}
 	c.jsonPath = strings.TrimSpace(c.jsonPath)
 	return c, nil

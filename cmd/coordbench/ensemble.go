@@ -30,6 +30,12 @@ type ensemble interface {
 	// had when the wait began.
 	waitCaughtUp(ctx context.Context, i, leader int, timeout time.Duration) error
 	health(ctx context.Context) []serverHealth
+	// pid is server i's process id (0 when it is not running).
+	pid(i int) int
+	// liveHeap is server i's heap in use right after a full collection
+	// (coord: the Go heap through pprof; ZooKeeper: the JVM's used heap
+	// after jcmd GC.run), 0 when it cannot tell.
+	liveHeap(ctx context.Context, i int) int64
 	// leaderSessions is the number of sessions the leader knows; -1 when it
 	// cannot tell.
 	leaderSessions(ctx context.Context) int64
@@ -69,6 +75,13 @@ func bringUp(ctx context.Context, e interface {
 func (c *cluster) size() int         { return len(c.procs) }
 func (c *cluster) name(i int) string { return fmt.Sprintf("s%d", i) }
 func (c *cluster) alive(i int) bool  { return c.procs[i-1] != nil && c.procs[i-1].alive() }
+
+func (c *cluster) pid(i int) int {
+	if !c.alive(i) {
+		return 0
+	}
+	return c.procs[i-1].cmd.Process.Pid
+}
 
 func (c *cluster) isLeader(ctx context.Context, i int) bool {
 	st, err := c.status(ctx, i)

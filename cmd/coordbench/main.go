@@ -12,6 +12,7 @@
 //	go run ./cmd/coordbench -protocol zk -servers zk1:2181,zk2:2181,zk3:2181 -workloads set,get
 //	go run ./cmd/coordbench -local 3 -observers 1 -protocol zk -freshness
 //	go run ./cmd/coordbench -zookeeper 3 -observers 1 -freshness
+//	go run ./cmd/coordbench -local 3 -protocol zk -scale 100000 -scale-watches 1000000
 //
 // -protocol grpc (the default) drives coord's Go client (package client);
 // -protocol zk drives github.com/go-zookeeper/zk over ZooKeeper's wire
@@ -78,6 +79,16 @@
 // all, the share of first reads that already showed it and the lag from
 // the ack until a read showed it (freshness.go).
 //
+// -scale N (with -local or -zookeeper and -protocol zk) opens N sessions
+// with a light client of its own and measures what many sessions and
+// watches cost: connect rate, memory and idle CPU per session, bytes per
+// watch, fan-out of one change to N watchers, a connect storm after the
+// leader is killed, and half the sessions expiring at once (scale.go).
+//
+// -floor N, after everything else, takes N samples each of a durable
+// append and a loopback round trip and prints the least one replicated
+// write can take on this machine (floor.go).
+//
 // -failover (with -local or -zookeeper, at least 3 servers) keeps
 // -failover-sessions sessions writing (one setData in flight each),
 // SIGKILLs the leader, and reports the time from the kill to a survivor
@@ -109,6 +120,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "-scale-worker" {
+		os.Exit(runScaleWorker(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -162,11 +176,13 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	var ens ensemble
 	var localCluster *cluster // -local: for -stages
 	var b *bench
+	floorDir := os.TempDir()
 	if cfg.local > 0 || cfg.zookeeper > 0 {
 		dir, err := os.MkdirTemp("", "coordbench-")
 		if err != nil {
 			return fail(err)
 		}
+		floorDir = dir
 		keep := cfg.keep
 		defer func() {
 			if b != nil && b.trouble {
@@ -230,6 +246,12 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		}
 		fmt.Fprintf(stdout, "# %d %s up in %v, leader %s (%s); a session's first server is the list's i-th mod %d; logs in %s\n",
 			ens.size(), kind, time.Since(t).Round(time.Millisecond), ens.name(leader), servers[leader-1], len(servers), dir)
+		switch cfg.sessionOn {
+		case "leader":
+			servers = rotate(servers, leader-1)
+		case "follower": // the voter after the leader
+			servers = rotate(servers, leader%(cfg.local+cfg.zookeeper))
+		}
 	}
 	fmt.Fprintf(stdout, "# coordbench %s: protocol %s, servers %v, GOMAXPROCS %d, %d CPUs, data %d B, %d parents, %d keys, warmup %v, duration %v\n",
 		time.Now().Format(time.RFC3339), cfg.protocol, servers, runtime.GOMAXPROCS(0), runtime.NumCPU(), cfg.dataSize, cfg.parents, cfg.keys, cfg.warmup, cfg.duration)
@@ -261,6 +283,22 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		}{"big", res})
 		if err != nil {
 			return fail(fmt.Errorf("big: %w", err))
+		}
+	}
+	if cfg.scale > 0 {
+		res, err := b.runScale(ctx, stdout, cfg.scale, cfg.scaleWatches, cfg.scaleTimeout, cfg.scaleCPUWindow)
+		if err == nil {
+			printScale(stdout, res)
+		}
+		emit(struct {
+			Type string `json:"type"`
+			scaleResult
+		}{"scale", res})
+		if err != nil {
+			return fail(fmt.Errorf("scale: %w", err))
+		}
+		if err := checkExits(); err != nil {
+			return fail(err)
 		}
 	}
 	header := ""
@@ -360,6 +398,17 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		if err != nil {
 			return fail(err)
 		}
+	}
+	if cfg.floor > 0 {
+		res, err := measureFloor(floorDir, cfg.floor)
+		if err != nil {
+			return fail(err)
+		}
+		printFloor(stdout, res)
+		emit(struct {
+			Type string `json:"type"`
+			floorResult
+		}{"floor", res})
 	}
 	return 0
 }

@@ -66,20 +66,10 @@ func (b *bench) runBig(ctx context.Context, out io.Writer, n, rounds int) (bigRe
 
 	var next, done, failed atomic.Int64
 	start := time.Now()
-	stop := make(chan struct{})
-	go func() { // progress
-		tick := time.NewTicker(5 * time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				d := done.Load()
-				fmt.Fprintf(out, "# big: %d of %d znodes after %v (%.0f/s)\n", d, n, time.Since(start).Round(time.Second), float64(d)/time.Since(start).Seconds())
-			}
-		}
-	}()
+	stop := every(5*time.Second, func() {
+		d := done.Load()
+		fmt.Fprintf(out, "# big: %d of %d znodes after %v (%.0f/s)\n", d, n, time.Since(start).Round(time.Second), float64(d)/time.Since(start).Seconds())
+	})
 	var wg sync.WaitGroup
 	for _, c := range conns {
 		for range 8 {
@@ -110,7 +100,7 @@ func (b *bench) runBig(ctx context.Context, out io.Writer, n, rounds int) (bigRe
 		}
 	}
 	wg.Wait()
-	close(stop)
+	stop()
 	res.Load, res.Failed = time.Since(start), uint64(failed.Load())
 	fmt.Fprintf(out, "# big: %d znodes (%d B data, 20 B names) created in %v (%.0f/s), %d failed\n",
 		n, b.cfg.dataSize, res.Load.Round(time.Millisecond), float64(n)/res.Load.Seconds(), res.Failed)

@@ -366,3 +366,14 @@ func TestRunOneOnFakeServer(t *testing.T) {
 		t.Errorf("%d znodes after create ran: want more than the prepared ones", n)
 	}
 }
+
+// jcmd GC.heap_info as OpenJDK 17 prints it for G1.
+func TestHeapUsed(t *testing.T) {
+	out := "4127:\n garbage-first heap   total 1048576K, used 63012K [0x00000000c0000000, 0x0000000100000000)\n  region size 1024K, 12 young (12288K), 2 survivors (2048K)\n Metaspace       used 21347K, committed 21696K, reserved 1114112K\n"
+	if got := heapUsed([]byte(out)); got != 63012<<10 {
+		t.Errorf("heapUsed = %d, want %d (the heap's, not Metaspace's)", got, 63012<<10)
+	}
+	if got := heapUsed([]byte("4127:\nGC.heap_info is not available\n")); got != 0 {
+		t.Errorf("without a heap line: %d", got)
+	}
+}

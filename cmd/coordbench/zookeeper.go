@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -243,7 +244,11 @@ func (z *zkEnsemble) waitCaughtUp(ctx context.Context, i, leader int, timeout ti
 		}
 		var s zkSrvr
 		s, err = z.srvr(ctx, i)
-		if err == nil && target >= 0 && s.Mode == "follower" && s.Zxid >= target {
+		// A follower serves only once it has synced with its leader; right
+		// after an election the leader reports the new epoch's first zxid
+		// (low half 0), which a follower shows only after the epoch's first
+		// write, so serving as a follower is enough then.
+		if err == nil && target >= 0 && s.Mode == "follower" && (s.Zxid >= target || target&0xffffffff == 0) {
 			return nil
 		}
 		if !z.alive(i) {
@@ -425,4 +430,59 @@ func rssOf(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+func (z *zkEnsemble) pid(i int) int {
+	if !z.alive(i) {
+		return 0
+	}
+	return z.procs[i-1].cmd.Process.Pid
+}
+
+// liveHeap runs a full collection in server i's JVM (jcmd GC.run) and
+// returns the heap it then uses (GC.heap_info's "used"), or 0.
+func (z *zkEnsemble) liveHeap(ctx context.Context, i int) int64 {
+	pid := z.pid(i)
+	if pid == 0 {
+		return 0
+	}
+	jcmd := filepath.Join(filepath.Dir(z.javaPath()), "jcmd")
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := exec.CommandContext(ctx, jcmd, strconv.Itoa(pid), "GC.run").Run(); err != nil {
+		return 0
+	}
+	out, err := exec.CommandContext(ctx, jcmd, strconv.Itoa(pid), "GC.heap_info").Output()
+	if err != nil {
+		return 0
+	}
+	return heapUsed(out)
+}
+
+// heapUsed is the used heap jcmd GC.heap_info reports, in bytes (0 if it
+// does not say).
+func heapUsed(out []byte) int64 {
+	m := heapInfoUsed.FindSubmatch(out)
+	if m == nil {
+		return 0
+	}
+	kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
+	return kb << 10
+}
+
+// heapInfoUsed finds the used heap in jcmd GC.heap_info's first line
+// ("garbage-first heap   total 262144K, used 35466K [...").
+var heapInfoUsed = regexp.MustCompile(`heap\s+total \d+K, used (\d+)K`)
+
+// javaPath is the java binary's path with links resolved (jcmd sits
+// beside it in a JDK).
+func (z *zkEnsemble) javaPath() string {
+	p, err := exec.LookPath(z.java)
+	if err != nil {
+		return z.java
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }

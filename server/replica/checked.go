@@ -138,6 +138,7 @@ type checkedStore struct {
 	logPath    string // wal/ or raft.db
 	stablePath string // wal/wal-meta.db or raft.db
 	onFail     func(error)
+	stages     StageObserver // times each append (StageAppend); nil: none
 
 	failOnce sync.Once
 	failed   atomic.Pointer[error] // the first failure
@@ -237,7 +238,12 @@ func (s *checkedStore) StoreLogs(logs []*raft.Log) error {
 	if err != nil {
 		return err
 	}
-	return s.wrote(logStoreName, s.logPath, s.logs.StoreLogs(stamped))
+	start := time.Now()
+	err = s.wrote(logStoreName, s.logPath, s.logs.StoreLogs(stamped))
+	if s.stages != nil {
+		s.stages.ObserveStage(StageAppend, time.Since(start))
+	}
+	return err
 }
 
 // stampEntries returns copies of logs with their checksum records in
@@ -493,6 +499,9 @@ func (s *checkedStore) verify() (uint64, error) {
 // refused, with the file named.
 func (r *Replica) checkStores(logs raft.LogStore, stable raft.StableStore, kind string) (*checkedStore, error) {
 	s := newCheckedStore(logs, stable, r.cfg.DataDir, kind, r.storeFailedNow)
+	if r.fsm != nil {
+		s.stages = r.fsm.stages
+	}
 	start := time.Now()
 	n, err := s.verify()
 	if err != nil {

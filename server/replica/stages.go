@@ -39,10 +39,14 @@ const (
 	StageReply
 	// StageTotal: the session layer took the request → its reply written.
 	StageTotal
+	// StageAppend (every server), per call: raft's log store append of
+	// one batch of entries, fsync included (on the leader inside raft,
+	// before it replicates; on a follower inside its AppendEntries).
+	StageAppend
 	NumStages
 )
 
-var stageNames = [NumStages]string{"session", "forward", "propose_queue", "raft", "apply", "local_apply", "reply", "total"}
+var stageNames = [NumStages]string{"session", "forward", "propose_queue", "raft", "apply", "local_apply", "reply", "total", "append"}
 
 func (s Stage) String() string {
 	if s < NumStages {
