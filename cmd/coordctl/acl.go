@@ -17,38 +17,6 @@ import (
 // separated, with perms a subset of "cdrwa" (create, delete, read, write,
 // admin). The id may itself hold colons (digest:user:hash, ip:::1).
 
-var permLetters = []struct {
-	letter byte
-	perm   vocab.Perm
-}{{'c', vocab.PermCreate}, {'d', vocab.PermDelete}, {'r', vocab.PermRead}, {'w', vocab.PermWrite}, {'a', vocab.PermAdmin}}
-
-func permString(p vocab.Perm) string {
-	var b strings.Builder
-	for _, l := range permLetters {
-		if p&l.perm != 0 {
-			b.WriteByte(l.letter)
-		}
-	}
-	return b.String()
-}
-
-func parsePerms(s string) (vocab.Perm, error) {
-	var p vocab.Perm
-	for i := 0; i < len(s); i++ {
-		found := false
-		for _, l := range permLetters {
-			if s[i] == l.letter {
-				p |= l.perm
-				found = true
-			}
-		}
-		if !found {
-			return 0, fmt.Errorf("permission %q: want letters of cdrwa", s[i])
-		}
-	}
-	return p, nil
-}
-
 // parseACL reads "scheme:id:perms[,scheme:id:perms...]".
 func parseACL(s string) ([]vocab.ACL, error) {
 	var out []vocab.ACL
@@ -59,7 +27,7 @@ func parseACL(s string) ([]vocab.ACL, error) {
 		if !ok || i < 0 || scheme == "" {
 			return nil, usageError{fmt.Errorf("ACL %q: want scheme:id:perms", part)}
 		}
-		perms, err := parsePerms(rest[i+1:])
+		perms, err := vocab.ParsePerms(rest[i+1:])
 		if err != nil {
 			return nil, usageError{fmt.Errorf("ACL %q: %v", part, err)}
 		}
@@ -72,36 +40,10 @@ func parseACL(s string) ([]vocab.ACL, error) {
 }
 
 func aclString(a vocab.ACL) string {
-	return a.ID.Scheme + ":" + a.ID.ID + ":" + permString(a.Perms)
+	return a.ID.Scheme + ":" + a.ID.ID + ":" + vocab.PermString(a.Perms)
 }
 
-// aclJSON is one ACL entry in JSON output and in export files.
-type aclJSON struct {
-	Scheme string `json:"scheme"`
-	ID     string `json:"id"`
-	Perms  string `json:"perms"`
-}
-
-func aclsOut(acl []vocab.ACL) []aclJSON {
-	out := make([]aclJSON, 0, len(acl))
-	for _, a := range acl {
-		out = append(out, aclJSON{Scheme: a.ID.Scheme, ID: a.ID.ID, Perms: permString(a.Perms)})
-	}
-	return out
-}
-
-func aclsIn(in []aclJSON) ([]vocab.ACL, error) {
-	out := make([]vocab.ACL, 0, len(in))
-	for _, a := range in {
-		p, err := parsePerms(a.Perms)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, vocab.ACL{Perms: p, ID: vocab.Id{Scheme: a.Scheme, ID: a.ID}})
-	}
-	return out, nil
-}
-
+// vocab.ACLText is one ACL entry in JSON output and in export files.
 func aclCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "acl",
@@ -122,7 +64,7 @@ func aclCommand(g *globals) *cobra.Command {
 					return err
 				}
 				return g.show(view{
-					json: map[string]any{"path": args[0], "acl": aclsOut(acl), "aversion": stat.Aversion},
+					json: map[string]any{"path": args[0], "acl": vocab.ACLsText(acl), "aversion": stat.Aversion},
 					text: func(w io.Writer) {
 						for _, a := range acl {
 							fmt.Fprintln(w, aclString(a))
@@ -131,7 +73,7 @@ func aclCommand(g *globals) *cobra.Command {
 					rows: func() ([]string, [][]string) {
 						var rows [][]string
 						for _, a := range acl {
-							rows = append(rows, []string{a.ID.Scheme, a.ID.ID, permString(a.Perms)})
+							rows = append(rows, []string{a.ID.Scheme, a.ID.ID, vocab.PermString(a.Perms)})
 						}
 						return []string{"SCHEME", "ID", "PERMS"}, rows
 					},

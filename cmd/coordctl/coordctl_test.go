@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"coord/vocab"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -108,10 +109,10 @@ func TestZnodeCommands(t *testing.T) {
 	}
 	run("create", "--acl", "world:anyone:ra", "/zc/ro", "x")
 	var acl struct {
-		ACL []aclJSON
+		ACL []vocab.ACLText
 	}
 	jsonOut(t, s, &acl, "acl", "get", "/zc/ro")
-	if len(acl.ACL) != 1 || acl.ACL[0] != (aclJSON{"world", "anyone", "ra"}) {
+	if len(acl.ACL) != 1 || acl.ACL[0] != (vocab.ACLText{Scheme: "world", ID: "anyone", Perms: "ra"}) {
 		t.Fatalf("acl get -o json: %+v", acl)
 	}
 	// NoAuth names the ACL that refused: the node's, or for a create its
@@ -228,16 +229,16 @@ func TestExportImport(t *testing.T) {
 	fresh(t, s, "/big", "/big2", "/big3")
 	dir := t.TempDir()
 	// A tree of 1 + 100 + 100*100 nodes, written as an export file.
-	f := exportFile{Format: exportFormat, Root: "/big"}
-	open := []aclJSON{{"world", "anyone", "cdrwa"}}
-	f.Nodes = append(f.Nodes, exportNode{Path: "", Data: []byte("root"), ACL: open, Mode: "persistent"})
+	f := vocab.ExportFile{Format: vocab.ExportFormat, Root: "/big"}
+	open := []vocab.ACLText{{Scheme: "world", ID: "anyone", Perms: "cdrwa"}}
+	f.Nodes = append(f.Nodes, vocab.ExportNode{Path: "", Data: []byte("root"), ACL: open, Mode: "persistent"})
 	for i := range 100 {
 		d := fmt.Sprintf("/d%02d", i)
-		f.Nodes = append(f.Nodes, exportNode{Path: d, ACL: open, Mode: "persistent"})
+		f.Nodes = append(f.Nodes, vocab.ExportNode{Path: d, ACL: open, Mode: "persistent"})
 		for j := range 100 {
-			n := exportNode{Path: fmt.Sprintf("%s/n%02d", d, j), Data: fmt.Appendf(nil, "value %d/%d", i, j), ACL: open, Mode: "persistent"}
+			n := vocab.ExportNode{Path: fmt.Sprintf("%s/n%02d", d, j), Data: fmt.Appendf(nil, "value %d/%d", i, j), ACL: open, Mode: "persistent"}
 			if j == 3 {
-				n.ACL = []aclJSON{{"world", "anyone", "r"}, {"ip", "127.0.0.1", "cdrwa"}}
+				n.ACL = []vocab.ACLText{{Scheme: "world", ID: "anyone", Perms: "r"}, {Scheme: "ip", ID: "127.0.0.1", Perms: "cdrwa"}}
 			}
 			if j == 9 {
 				n.Data = []byte{0, 0xff, 0xfe} // not UTF-8
@@ -248,7 +249,7 @@ func TestExportImport(t *testing.T) {
 	gen := filepath.Join(dir, "gen.json")
 	b, _ := json.Marshal(f)
 	os.WriteFile(gen, b, 0o644)
-	want := digestOf(f.Nodes)
+	want := vocab.ExportDigest(f.Nodes)
 
 	start := time.Now()
 	out := mustRun(t, s, "import", gen)
@@ -267,7 +268,7 @@ func TestExportImport(t *testing.T) {
 		t.Fatalf("export: %+v", r)
 	}
 	t.Logf("exported in %v", time.Since(start))
-	var back exportFile
+	var back vocab.ExportFile
 	b, _ = os.ReadFile(exported)
 	if err := json.Unmarshal(b, &back); err != nil || back.Digest != want || len(back.Nodes) != 10101 {
 		t.Fatalf("export file: %v, digest %s, %d nodes", err, back.Digest, len(back.Nodes))

@@ -4,15 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -22,79 +18,13 @@ import (
 	"coord/vocab"
 )
 
-// exportFormat names the export file's layout; import refuses others.
-const exportFormat = "coordctl-export/1"
-
-// exportFile is a subtree: its root's path and its nodes, parents first,
-// with paths relative to the root ("" is the root itself).
-type exportFile struct {
-	Format string       `json:"format"`
-	Root   string       `json:"root"`
-	Digest string       `json:"digest"`
-	Nodes  []exportNode `json:"nodes"`
-}
-
-type exportNode struct {
-	Path  string    `json:"path"`
-	Data  []byte    `json:"data,omitempty"` // base64
-	ACL   []aclJSON `json:"acl"`
-	Mode  string    `json:"mode"` // persistent, container or persistent_ttl
-	TTLms int64     `json:"ttl_ms,omitempty"`
-}
-
-// The ephemeralOwner encodings of containers and TTL nodes (ZooKeeper's
-// EphemeralType, as the server reports them in Stat).
-const (
-	containerOwner int64 = -1 << 63
-	ttlOwnerMask   int64 = -1 << 56
-	maxTTL         int64 = 1<<40 - 1
-)
-
-// nodeKind decodes a Stat's ephemeralOwner: the mode an export records and
-// the TTL, or ok false for an ephemeral (which belongs to a live session
-// and is not exported). coord's Stat, like ZooKeeper's (DataNode.copyStat),
-// shows 0 for containers and TTL nodes; readNode puts the owner that
-// GetKind reports in its place, so they export with their kind.
-func nodeKind(owner int64) (mode string, ttl int64, ok bool) {
-	switch {
-	case owner == 0:
-		return "persistent", 0, true
-	case owner == containerOwner:
-		return "container", 0, true
-	case owner&ttlOwnerMask == ttlOwnerMask:
-		return "persistent_ttl", owner & maxTTL, true
-	}
-	return "", 0, false
-}
-
-// relPath is p relative to root: "" for the root, "/a/b" below it.
-func relPath(root, p string) string {
-	if root == "/" {
-		if p == "/" {
-			return ""
-		}
-		return p
-	}
-	return strings.TrimPrefix(p, root)
-}
-
-func joinRel(root, rel string) string {
-	if root == "/" {
-		if rel == "" {
-			return "/"
-		}
-		return rel
-	}
-	return root + rel
-}
-
 // skipSystem leaves ZooKeeper's /zookeeper subtree out of exports of /.
 func skipSystem(p string) bool { return p == "/zookeeper" }
 
 // readSubtree reads the subtree at root into an export, leaving out
 // ephemerals (and what is under them: nothing, ephemerals have no
 // children) and /zookeeper.
-func (g *globals) readSubtree(ctx context.Context, c *client.Conn, root string) (*exportFile, int, error) {
+func (g *globals) readSubtree(ctx context.Context, c *client.Conn, root string) (*vocab.ExportFile, int, error) {
 	total, err := c.GetAllChildrenNumber(ctx, root)
 	if err != nil {
 		return nil, 0, err
@@ -105,45 +35,18 @@ func (g *globals) readSubtree(ctx context.Context, c *client.Conn, root string) 
 	if err != nil {
 		return nil, 0, err
 	}
-	f := &exportFile{Format: exportFormat, Root: root}
+	f := &vocab.ExportFile{Format: vocab.ExportFormat, Root: root}
 	skipped := 0
 	for _, n := range nodes {
-		mode, ttl, ok := nodeKind(n.Stat.EphemeralOwner)
+		mode, ttl, ok := vocab.NodeKind(n.Stat.EphemeralOwner)
 		if !ok {
 			skipped++
 			continue
 		}
-		f.Nodes = append(f.Nodes, exportNode{Path: relPath(root, n.Path), Data: n.Data, ACL: aclsOut(n.ACL), Mode: mode, TTLms: ttl})
+		f.Nodes = append(f.Nodes, vocab.ExportNode{Path: vocab.RelPath(root, n.Path), Data: n.Data, ACL: vocab.ACLsText(n.ACL), Mode: mode, TTLms: ttl})
 	}
-	f.Digest = digestOf(f.Nodes)
+	f.Digest = vocab.ExportDigest(f.Nodes)
 	return f, skipped, nil
-}
-
-// digestOf hashes what an export carries of each node (relative path, data,
-// ACL, mode, TTL), in path order, whatever the order of nodes: two subtrees with the same digest hold the
-// same nodes, whatever their roots, zxids and times.
-func digestOf(nodes []exportNode) string {
-	nodes = slices.Clone(nodes)
-	slices.SortFunc(nodes, func(a, b exportNode) int { return strings.Compare(a.Path, b.Path) })
-	h := sha256.New()
-	var n [8]byte
-	field := func(b []byte) {
-		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
-		h.Write(n[:])
-		h.Write(b)
-	}
-	for _, nd := range nodes {
-		field([]byte(nd.Path))
-		field(nd.Data)
-		field([]byte(nd.Mode))
-		binary.BigEndian.PutUint64(n[:], uint64(nd.TTLms))
-		h.Write(n[:])
-		for _, a := range nd.ACL {
-			field([]byte(a.Scheme + ":" + a.ID + ":" + a.Perms))
-		}
-		field(nil)
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 func exportCommand(g *globals) *cobra.Command {
@@ -257,14 +160,14 @@ both trees (exit 10 if they differ: stop writes to ZooKeeper while copying).`,
 				defer f.Close()
 				r = bufio.NewReader(f)
 			}
-			var f exportFile
+			var f vocab.ExportFile
 			if err := json.NewDecoder(r).Decode(&f); err != nil {
 				return usageError{fmt.Errorf("export file: %v", err)}
 			}
-			if f.Format != exportFormat {
-				return usageError{fmt.Errorf("export file format %q: want %q", f.Format, exportFormat)}
+			if f.Format != vocab.ExportFormat {
+				return usageError{fmt.Errorf("export file format %q: want %q", f.Format, vocab.ExportFormat)}
 			}
-			digest := digestOf(f.Nodes)
+			digest := vocab.ExportDigest(f.Nodes)
 			if f.Digest != "" && f.Digest != digest {
 				return usageError{fmt.Errorf("export file: its nodes hash to %s, not to the %s it records", digest, f.Digest)}
 			}
@@ -277,7 +180,7 @@ both trees (exit 10 if they differ: stop writes to ZooKeeper while copying).`,
 			}
 			ops := make([]client.CreateOp, 0, len(f.Nodes))
 			for i, n := range f.Nodes {
-				p := joinRel(root, n.Path)
+				p := vocab.JoinRel(root, n.Path)
 				if p == "/" {
 					continue
 				}
@@ -285,7 +188,7 @@ both trees (exit 10 if they differ: stop writes to ZooKeeper while copying).`,
 				if !ok || mode.IsEphemeral() || mode.IsSequential() {
 					return usageError{fmt.Errorf("node %d (%s): mode %q: want persistent, container or persistent_ttl", i, n.Path, n.Mode)}
 				}
-				acl, err := aclsIn(n.ACL)
+				acl, err := vocab.ACLsFromText(n.ACL)
 				if err != nil {
 					return usageError{fmt.Errorf("node %d (%s): %v", i, n.Path, err)}
 				}

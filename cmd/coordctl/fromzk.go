@@ -51,12 +51,12 @@ func (g *globals) importFromZooKeeper(ctx context.Context, servers []string, roo
 	if err != nil {
 		return fmt.Errorf("reading ZooKeeper: %w", err)
 	}
-	res := zkImport{Root: root, Nodes: len(nodes), Ephemerals: ephemerals, ZKDigest: digestOf(nodes)}
+	res := zkImport{Root: root, Nodes: len(nodes), Ephemerals: ephemerals, ZKDigest: vocab.ExportDigest(nodes)}
 	return g.withSession(ctx, func(c *client.Conn) error {
 		present := map[string]bool{}
 		if have, err := walk(ctx, c, root, false, skipSystem, nil); err == nil {
 			for _, n := range have {
-				present[relPath(root, n.Path)] = true
+				present[vocab.RelPath(root, n.Path)] = true
 			}
 		} else if !errors.Is(err, vocab.NoNode) {
 			return err
@@ -67,11 +67,11 @@ func (g *globals) importFromZooKeeper(ctx context.Context, servers []string, roo
 				res.Present++
 				continue
 			}
-			p := joinRel(root, n.Path)
+			p := vocab.JoinRel(root, n.Path)
 			if p == "/" {
 				continue
 			}
-			acl, err := aclsIn(n.ACL)
+			acl, err := vocab.ACLsFromText(n.ACL)
 			if err != nil {
 				return fmt.Errorf("%s: %v", p, err)
 			}
@@ -126,8 +126,8 @@ func waitZKSession(ctx context.Context, events <-chan zk.Event, timeout time.Dur
 // walkZooKeeper reads ZooKeeper's subtree at root level by level, with up
 // to walkWorkers requests in flight, as export nodes (paths relative to
 // root, parents first), leaving out /zookeeper and ephemerals.
-func walkZooKeeper(ctx context.Context, zc *zk.Conn, root string, onLevel func(int)) ([]exportNode, int, error) {
-	var out []exportNode
+func walkZooKeeper(ctx context.Context, zc *zk.Conn, root string, onLevel func(int)) ([]vocab.ExportNode, int, error) {
+	var out []vocab.ExportNode
 	ephemerals := 0
 	level := []string{root}
 	for len(level) > 0 && ctx.Err() == nil {
@@ -174,7 +174,7 @@ func walkZooKeeper(ctx context.Context, zc *zk.Conn, root string, onLevel func(i
 			for j, a := range r.acl {
 				acl[j] = vocab.ACL{Perms: vocab.Perm(a.Perms), ID: vocab.Id{Scheme: a.Scheme, ID: a.ID}}
 			}
-			out = append(out, exportNode{Path: relPath(root, level[i]), Data: r.data, ACL: aclsOut(acl), Mode: "persistent"})
+			out = append(out, vocab.ExportNode{Path: vocab.RelPath(root, level[i]), Data: r.data, ACL: vocab.ACLsText(acl), Mode: "persistent"})
 			added++
 			slices.Sort(r.kids)
 			for _, k := range r.kids {

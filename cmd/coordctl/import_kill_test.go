@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"coord/client"
+	"coord/vocab"
 )
 
 // An import whose server is killed with SIGKILL while batches are in flight,
@@ -23,15 +24,15 @@ func TestImportSurvivesKill9(t *testing.T) {
 	c := startCluster(t, 3, 0)
 
 	// 1 + 40×500 nodes of 256 bytes: about ten multis of 512 KiB.
-	f := exportFile{Format: exportFormat, Root: "/imp"}
-	open := []aclJSON{{"world", "anyone", "cdrwa"}}
-	f.Nodes = append(f.Nodes, exportNode{Path: "", ACL: open, Mode: "persistent"})
+	f := vocab.ExportFile{Format: vocab.ExportFormat, Root: "/imp"}
+	open := []vocab.ACLText{{Scheme: "world", ID: "anyone", Perms: "cdrwa"}}
+	f.Nodes = append(f.Nodes, vocab.ExportNode{Path: "", ACL: open, Mode: "persistent"})
 	for i := range 40 {
 		d := fmt.Sprintf("/d%02d", i)
-		f.Nodes = append(f.Nodes, exportNode{Path: d, ACL: open, Mode: "persistent"})
+		f.Nodes = append(f.Nodes, vocab.ExportNode{Path: d, ACL: open, Mode: "persistent"})
 		for j := range 499 {
 			data := bytes.Repeat([]byte{byte('a' + j%26)}, 256)
-			f.Nodes = append(f.Nodes, exportNode{Path: fmt.Sprintf("%s/n%03d", d, j), Data: data, ACL: open, Mode: "persistent"})
+			f.Nodes = append(f.Nodes, vocab.ExportNode{Path: fmt.Sprintf("%s/n%03d", d, j), Data: data, ACL: open, Mode: "persistent"})
 		}
 	}
 	file := filepath.Join(t.TempDir(), "imp.json")
@@ -39,7 +40,7 @@ func TestImportSurvivesKill9(t *testing.T) {
 	if err := os.WriteFile(file, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want := digestOf(f.Nodes)
+	want := vocab.ExportDigest(f.Nodes)
 
 	// coordctl knows only s1: the kill takes its connection away, and the
 	// restart gives it back.
