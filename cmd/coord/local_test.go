@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -19,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"coord/api"
+	"coord/internal/freeport"
 )
 
 // TestLocalSurvivesAKilledServer runs `coord local` as a user does and
@@ -128,29 +127,14 @@ func TestLocalSurvivesAKilledServer(t *testing.T) {
 	}
 }
 
-// freeBase finds a base port whose five ranges (base+1..n, +101.., +201..,
-// +301.., +401..) are free now.
+// freeBase is a base port for coord local with n servers.
 func freeBase(t *testing.T, n int) int {
 	t.Helper()
-	for try := 0; try < 50; try++ {
-		base := 20000 + 10*rand.IntN(1200) // below the ephemeral range (32768 up)
-		ok := true
-		for _, off := range []int{0, 100, 200, 300, 400} {
-			for i := 1; i <= n && ok; i++ {
-				l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+off+i))
-				if err != nil {
-					ok = false
-					break
-				}
-				l.Close()
-			}
-		}
-		if ok {
-			return base
-		}
+	base, err := freeport.LocalBase(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free base port")
-	return 0
+	return base
 }
 
 // TestLocalCtrlCStopsCleanly: the flags after "--" reach every server, and

@@ -8,6 +8,7 @@ package freeport
 
 import (
 	"errors"
+	"math/rand/v2"
 	"net"
 	"strconv"
 	"sync"
@@ -68,4 +69,39 @@ func Addrs(n int) ([]string, error) {
 		addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 	}
 	return addrs, nil
+}
+
+// LocalBase returns a base port for `coord local -base-port` with n
+// servers: base+i, +100+i, +200+i, +300+i and +400+i (i = 1..n) were free
+// on loopback when checked, and none was handed out before by this process.
+// Bases lie below Linux's ephemeral range (32768 up), so an outgoing
+// connection meanwhile does not take one.
+func LocalBase(n int) (int, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	for try := 0; try < 200; try++ {
+		base := 20000 + 10*rand.IntN(1200)
+		ok := true
+		for off := 0; off <= 400 && ok; off += 100 {
+			for i := 1; i <= n && ok; i++ {
+				p := base + off + i
+				l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+				if err != nil || given[p] {
+					ok = false
+				}
+				if err == nil {
+					l.Close()
+				}
+			}
+		}
+		if ok {
+			for off := 0; off <= 400; off += 100 {
+				for i := 1; i <= n; i++ {
+					given[base+off+i] = true
+				}
+			}
+			return base, nil
+		}
+	}
+	return 0, errors.New("freeport: no free base for coord local")
 }

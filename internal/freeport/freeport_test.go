@@ -1,6 +1,7 @@
 package freeport
 
 import (
+	"fmt"
 	"net"
 	"strconv"
 	"testing"
@@ -80,5 +81,30 @@ func TestPortsNeverRepeat(t *testing.T) {
 	}
 	if a[0] != 41001 || b[0] != 41002 {
 		t.Fatalf("two calls got ports %v and %v; want 41001, then 41002 (41001 again skipped)", a, b)
+	}
+}
+
+// LocalBase's five ranges are free, and a second call gives ranges that do
+// not meet the first's.
+func TestLocalBase(t *testing.T) {
+	a, err := LocalBase(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := LocalBase(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == b {
+		t.Fatalf("two calls gave base %d", a)
+	}
+	for off := 0; off <= 400; off += 100 {
+		for i := 1; i <= 4; i++ {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", a+off+i))
+			if err != nil {
+				t.Fatalf("port %d of base %d: %v", a+off+i, a, err)
+			}
+			l.Close()
+		}
 	}
 }
