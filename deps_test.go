@@ -51,7 +51,8 @@ const drawing = `cmd/coord  cmd/coordctl        jepsen/     (cmd/coordctl also r
       |       \   |             |
 server/zkfront \  |             |    (the ZooKeeper front end: its port, connections, jute onto the session layer, four-letter words)
 server/reconfig \ |             |    (one row with server/zkfront, neither under the other: ZooKeeper's reconfig and /zookeeper/config)
-      |  \       \|             |
+server/console   \|             |    (the same row: the browser console under /ui/, a client of the session layer like the front ends)
+      |  \        |             |
       |   \      api/ ----------+    (protobuf + generated gRPC; its one mapping to vocab/ types)
       |    \---- zk/ -----------+    (ZooKeeper wire protocol; no state)
    server/sessions              |    (the session layer: connections, request path, watch delivery, expiry)
@@ -74,8 +75,9 @@ server/reconfig \ |             |    (one row with server/zkfront, neither under
 //   - recipes/coordconn's "/" reaches client/ and its "\" recipes/;
 //     recipes/zkconn's "/" reaches recipes/ only;
 //   - server/'s "\" reaches the api/ zk/ column and its "|" the row of
-//     server/zkfront and server/reconfig (two labels stacked as one row:
-//     neither reaches the other), and through them server/sessions;
+//     server/zkfront, server/reconfig and server/console (three labels
+//     stacked as one row: none reaches another), and through them
+//     server/sessions;
 //   - that row's "|" reaches server/sessions and its "\" zk/ only (not
 //     api/, except through the session layer and the replica): the front
 //     end is a codec between jute and the session layer, reconfig turns
@@ -103,7 +105,8 @@ var drawn = map[string][]string{
 	"jepsen":                    {"recipes/coordconn", "recipes/zkconn", "internal/netlab", "internal/zkproc"},
 	"recipes/coordconn":         {"client", "recipes"},
 	"recipes/zkconn":            {"recipes"},
-	"server":                    {"api", "zk", "server/zkfront", "server/reconfig"},
+	"server":                    {"api", "zk", "server/zkfront", "server/reconfig", "server/console"},
+	"server/console":            {"server/sessions"},
 	"server/zkfront":            {"server/sessions", "zk"},
 	"server/reconfig":           {"server/sessions", "zk"},
 	"server/sessions":           {"server/replica", "watch"},
@@ -139,6 +142,8 @@ var offDiagram = map[string]row{
 	"deploy":         {testOnly: true, tests: []string{"internal/composenet"}}, // the docker-compose tests (Dockerfile, docker-compose.yml)
 	// the attack suite: real coord processes tried as a stranger on every port (docs/security.md)
 	"internal/attack": {testOnly: true, tests: []string{"server", "server/replica", "api", "client", "vocab", "internal/testpki", "internal/fourletter"}},
+	// the console's browser tests: Chromium driven with chromedp against `coord local` (docs/console.md)
+	"internal/consoleui": {testOnly: true, tests: []string{"internal/testpki", "internal/freeport"}},
 	// the pages' command blocks run as scripts against coord processes (README.md, docs/)
 	"internal/doctest": {testOnly: true},
 	// an in-memory network of named hosts: whole clusters in one process, no TCP between servers (issue 29)

@@ -3639,6 +3639,7 @@ type SessionInfo struct {
 	Owner         string                 `protobuf:"bytes,3,opt,name=owner,proto3" json:"owner,omitempty"` // the connection that holds it (server id#boot/n)
 	Ephemerals    int64                  `protobuf:"varint,4,opt,name=ephemerals,proto3" json:"ephemerals,omitempty"`
 	ConnectedHere bool                   `protobuf:"varint,5,opt,name=connected_here,json=connectedHere,proto3" json:"connected_here,omitempty"` // connected to the answering server
+	Watches       int64                  `protobuf:"varint,6,opt,name=watches,proto3" json:"watches,omitempty"`                                  // watches the session holds (only when connected_here: watches are server-local)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3706,6 +3707,13 @@ func (x *SessionInfo) GetConnectedHere() bool {
 		return x.ConnectedHere
 	}
 	return false
+}
+
+func (x *SessionInfo) GetWatches() int64 {
+	if x != nil {
+		return x.Watches
+	}
+	return 0
 }
 
 type SessionsResponse struct {
@@ -3944,6 +3952,205 @@ func (x *HashKVResponse) GetDigest() []byte {
 	return nil
 }
 
+type SamplesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SamplesRequest) Reset() {
+	*x = SamplesRequest{}
+	mi := &file_coord_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SamplesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SamplesRequest) ProtoMessage() {}
+
+func (x *SamplesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_coord_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SamplesRequest.ProtoReflect.Descriptor instead.
+func (*SamplesRequest) Descriptor() ([]byte, []int) {
+	return file_coord_proto_rawDescGZIP(), []int{58}
+}
+
+// Sample is one reading of a server's counters: totals since it started,
+// so two samples give rates; the write latency quantiles are of the
+// writes answered since the sample before.
+type Sample struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	UnixMs        int64                  `protobuf:"varint,1,opt,name=unix_ms,json=unixMs,proto3" json:"unix_ms,omitempty"`
+	Reads         uint64                 `protobuf:"varint,2,opt,name=reads,proto3" json:"reads,omitempty"`                                // read requests answered since start
+	Writes        uint64                 `protobuf:"varint,3,opt,name=writes,proto3" json:"writes,omitempty"`                              // write requests answered since start
+	WriteP50Ms    float64                `protobuf:"fixed64,4,opt,name=write_p50_ms,json=writeP50Ms,proto3" json:"write_p50_ms,omitempty"` // since the previous sample (0: no writes)
+	WriteP99Ms    float64                `protobuf:"fixed64,5,opt,name=write_p99_ms,json=writeP99Ms,proto3" json:"write_p99_ms,omitempty"`
+	AppliedIndex  uint64                 `protobuf:"varint,6,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	CommitIndex   uint64                 `protobuf:"varint,7,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
+	Role          string                 `protobuf:"bytes,8,opt,name=role,proto3" json:"role,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Sample) Reset() {
+	*x = Sample{}
+	mi := &file_coord_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Sample) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Sample) ProtoMessage() {}
+
+func (x *Sample) ProtoReflect() protoreflect.Message {
+	mi := &file_coord_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Sample.ProtoReflect.Descriptor instead.
+func (*Sample) Descriptor() ([]byte, []int) {
+	return file_coord_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *Sample) GetUnixMs() int64 {
+	if x != nil {
+		return x.UnixMs
+	}
+	return 0
+}
+
+func (x *Sample) GetReads() uint64 {
+	if x != nil {
+		return x.Reads
+	}
+	return 0
+}
+
+func (x *Sample) GetWrites() uint64 {
+	if x != nil {
+		return x.Writes
+	}
+	return 0
+}
+
+func (x *Sample) GetWriteP50Ms() float64 {
+	if x != nil {
+		return x.WriteP50Ms
+	}
+	return 0
+}
+
+func (x *Sample) GetWriteP99Ms() float64 {
+	if x != nil {
+		return x.WriteP99Ms
+	}
+	return 0
+}
+
+func (x *Sample) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *Sample) GetCommitIndex() uint64 {
+	if x != nil {
+		return x.CommitIndex
+	}
+	return 0
+}
+
+func (x *Sample) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+type SamplesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	IntervalMs    int64                  `protobuf:"varint,2,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"`
+	Samples       []*Sample              `protobuf:"bytes,3,rep,name=samples,proto3" json:"samples,omitempty"` // oldest first
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SamplesResponse) Reset() {
+	*x = SamplesResponse{}
+	mi := &file_coord_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SamplesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SamplesResponse) ProtoMessage() {}
+
+func (x *SamplesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_coord_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SamplesResponse.ProtoReflect.Descriptor instead.
+func (*SamplesResponse) Descriptor() ([]byte, []int) {
+	return file_coord_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *SamplesResponse) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SamplesResponse) GetIntervalMs() int64 {
+	if x != nil {
+		return x.IntervalMs
+	}
+	return 0
+}
+
+func (x *SamplesResponse) GetSamples() []*Sample {
+	if x != nil {
+		return x.Samples
+	}
+	return nil
+}
+
 type SaveSnapshotRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -3952,7 +4159,7 @@ type SaveSnapshotRequest struct {
 
 func (x *SaveSnapshotRequest) Reset() {
 	*x = SaveSnapshotRequest{}
-	mi := &file_coord_proto_msgTypes[58]
+	mi := &file_coord_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3964,7 +4171,7 @@ func (x *SaveSnapshotRequest) String() string {
 func (*SaveSnapshotRequest) ProtoMessage() {}
 
 func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[58]
+	mi := &file_coord_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3977,7 +4184,7 @@ func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{58}
+	return file_coord_proto_rawDescGZIP(), []int{61}
 }
 
 type SnapshotChunk struct {
@@ -3989,7 +4196,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_coord_proto_msgTypes[59]
+	mi := &file_coord_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4001,7 +4208,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[59]
+	mi := &file_coord_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4014,7 +4221,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{59}
+	return file_coord_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *SnapshotChunk) GetData() []byte {
@@ -4040,7 +4247,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_coord_proto_msgTypes[60]
+	mi := &file_coord_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4052,7 +4259,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[60]
+	mi := &file_coord_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4065,7 +4272,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{60}
+	return file_coord_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *Member) GetId() string {
@@ -4132,7 +4339,7 @@ type MembersRequest struct {
 
 func (x *MembersRequest) Reset() {
 	*x = MembersRequest{}
-	mi := &file_coord_proto_msgTypes[61]
+	mi := &file_coord_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4144,7 +4351,7 @@ func (x *MembersRequest) String() string {
 func (*MembersRequest) ProtoMessage() {}
 
 func (x *MembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[61]
+	mi := &file_coord_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4157,7 +4364,7 @@ func (x *MembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
 func (*MembersRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{61}
+	return file_coord_proto_rawDescGZIP(), []int{64}
 }
 
 type MembersResponse struct {
@@ -4169,7 +4376,7 @@ type MembersResponse struct {
 
 func (x *MembersResponse) Reset() {
 	*x = MembersResponse{}
-	mi := &file_coord_proto_msgTypes[62]
+	mi := &file_coord_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4181,7 +4388,7 @@ func (x *MembersResponse) String() string {
 func (*MembersResponse) ProtoMessage() {}
 
 func (x *MembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[62]
+	mi := &file_coord_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4194,7 +4401,7 @@ func (x *MembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersResponse.ProtoReflect.Descriptor instead.
 func (*MembersResponse) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{62}
+	return file_coord_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *MembersResponse) GetMembers() []*Member {
@@ -4215,7 +4422,7 @@ type AddServerRequest struct {
 
 func (x *AddServerRequest) Reset() {
 	*x = AddServerRequest{}
-	mi := &file_coord_proto_msgTypes[63]
+	mi := &file_coord_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4227,7 +4434,7 @@ func (x *AddServerRequest) String() string {
 func (*AddServerRequest) ProtoMessage() {}
 
 func (x *AddServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[63]
+	mi := &file_coord_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4240,7 +4447,7 @@ func (x *AddServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddServerRequest.ProtoReflect.Descriptor instead.
 func (*AddServerRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{63}
+	return file_coord_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *AddServerRequest) GetId() string {
@@ -4272,7 +4479,7 @@ type AddServerResponse struct {
 
 func (x *AddServerResponse) Reset() {
 	*x = AddServerResponse{}
-	mi := &file_coord_proto_msgTypes[64]
+	mi := &file_coord_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4284,7 +4491,7 @@ func (x *AddServerResponse) String() string {
 func (*AddServerResponse) ProtoMessage() {}
 
 func (x *AddServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[64]
+	mi := &file_coord_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4297,7 +4504,7 @@ func (x *AddServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddServerResponse.ProtoReflect.Descriptor instead.
 func (*AddServerResponse) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{64}
+	return file_coord_proto_rawDescGZIP(), []int{67}
 }
 
 type RemoveServerRequest struct {
@@ -4309,7 +4516,7 @@ type RemoveServerRequest struct {
 
 func (x *RemoveServerRequest) Reset() {
 	*x = RemoveServerRequest{}
-	mi := &file_coord_proto_msgTypes[65]
+	mi := &file_coord_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4321,7 +4528,7 @@ func (x *RemoveServerRequest) String() string {
 func (*RemoveServerRequest) ProtoMessage() {}
 
 func (x *RemoveServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[65]
+	mi := &file_coord_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4334,7 +4541,7 @@ func (x *RemoveServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveServerRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{65}
+	return file_coord_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *RemoveServerRequest) GetId() string {
@@ -4352,7 +4559,7 @@ type RemoveServerResponse struct {
 
 func (x *RemoveServerResponse) Reset() {
 	*x = RemoveServerResponse{}
-	mi := &file_coord_proto_msgTypes[66]
+	mi := &file_coord_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4364,7 +4571,7 @@ func (x *RemoveServerResponse) String() string {
 func (*RemoveServerResponse) ProtoMessage() {}
 
 func (x *RemoveServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[66]
+	mi := &file_coord_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4377,7 +4584,7 @@ func (x *RemoveServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveServerResponse) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{66}
+	return file_coord_proto_rawDescGZIP(), []int{69}
 }
 
 type TransferLeadershipRequest struct {
@@ -4389,7 +4596,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_coord_proto_msgTypes[67]
+	mi := &file_coord_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4401,7 +4608,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[67]
+	mi := &file_coord_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4414,7 +4621,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{67}
+	return file_coord_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *TransferLeadershipRequest) GetId() string {
@@ -4433,7 +4640,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_coord_proto_msgTypes[68]
+	mi := &file_coord_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4445,7 +4652,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[68]
+	mi := &file_coord_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4458,7 +4665,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{68}
+	return file_coord_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -4476,7 +4683,7 @@ type SnapshotRequest struct {
 
 func (x *SnapshotRequest) Reset() {
 	*x = SnapshotRequest{}
-	mi := &file_coord_proto_msgTypes[69]
+	mi := &file_coord_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4488,7 +4695,7 @@ func (x *SnapshotRequest) String() string {
 func (*SnapshotRequest) ProtoMessage() {}
 
 func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[69]
+	mi := &file_coord_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4501,7 +4708,7 @@ func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{69}
+	return file_coord_proto_rawDescGZIP(), []int{72}
 }
 
 type SnapshotResponse struct {
@@ -4513,7 +4720,7 @@ type SnapshotResponse struct {
 
 func (x *SnapshotResponse) Reset() {
 	*x = SnapshotResponse{}
-	mi := &file_coord_proto_msgTypes[70]
+	mi := &file_coord_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4525,7 +4732,7 @@ func (x *SnapshotResponse) String() string {
 func (*SnapshotResponse) ProtoMessage() {}
 
 func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[70]
+	mi := &file_coord_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4538,7 +4745,7 @@ func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{70}
+	return file_coord_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *SnapshotResponse) GetIndex() uint64 {
@@ -4558,7 +4765,7 @@ type ForwardRequest struct {
 
 func (x *ForwardRequest) Reset() {
 	*x = ForwardRequest{}
-	mi := &file_coord_proto_msgTypes[71]
+	mi := &file_coord_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4570,7 +4777,7 @@ func (x *ForwardRequest) String() string {
 func (*ForwardRequest) ProtoMessage() {}
 
 func (x *ForwardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[71]
+	mi := &file_coord_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4583,7 +4790,7 @@ func (x *ForwardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardRequest.ProtoReflect.Descriptor instead.
 func (*ForwardRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{71}
+	return file_coord_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ForwardRequest) GetSeq() uint64 {
@@ -4621,7 +4828,7 @@ type ForwardResponse struct {
 
 func (x *ForwardResponse) Reset() {
 	*x = ForwardResponse{}
-	mi := &file_coord_proto_msgTypes[72]
+	mi := &file_coord_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4633,7 +4840,7 @@ func (x *ForwardResponse) String() string {
 func (*ForwardResponse) ProtoMessage() {}
 
 func (x *ForwardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[72]
+	mi := &file_coord_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4646,7 +4853,7 @@ func (x *ForwardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardResponse.ProtoReflect.Descriptor instead.
 func (*ForwardResponse) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{72}
+	return file_coord_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ForwardResponse) GetSeq() uint64 {
@@ -4693,7 +4900,7 @@ type CommitsRequest struct {
 
 func (x *CommitsRequest) Reset() {
 	*x = CommitsRequest{}
-	mi := &file_coord_proto_msgTypes[73]
+	mi := &file_coord_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4705,7 +4912,7 @@ func (x *CommitsRequest) String() string {
 func (*CommitsRequest) ProtoMessage() {}
 
 func (x *CommitsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[73]
+	mi := &file_coord_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4718,7 +4925,7 @@ func (x *CommitsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitsRequest.ProtoReflect.Descriptor instead.
 func (*CommitsRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{73}
+	return file_coord_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *CommitsRequest) GetServerId() string {
@@ -4738,7 +4945,7 @@ type CommitPosition struct {
 
 func (x *CommitPosition) Reset() {
 	*x = CommitPosition{}
-	mi := &file_coord_proto_msgTypes[74]
+	mi := &file_coord_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4750,7 +4957,7 @@ func (x *CommitPosition) String() string {
 func (*CommitPosition) ProtoMessage() {}
 
 func (x *CommitPosition) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[74]
+	mi := &file_coord_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4763,7 +4970,7 @@ func (x *CommitPosition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitPosition.ProtoReflect.Descriptor instead.
 func (*CommitPosition) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{74}
+	return file_coord_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *CommitPosition) GetIndex() uint64 {
@@ -4790,7 +4997,7 @@ type TouchRequest struct {
 
 func (x *TouchRequest) Reset() {
 	*x = TouchRequest{}
-	mi := &file_coord_proto_msgTypes[75]
+	mi := &file_coord_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4802,7 +5009,7 @@ func (x *TouchRequest) String() string {
 func (*TouchRequest) ProtoMessage() {}
 
 func (x *TouchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[75]
+	mi := &file_coord_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4815,7 +5022,7 @@ func (x *TouchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TouchRequest.ProtoReflect.Descriptor instead.
 func (*TouchRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{75}
+	return file_coord_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *TouchRequest) GetSessions() []int64 {
@@ -4841,7 +5048,7 @@ type TouchResponse struct {
 
 func (x *TouchResponse) Reset() {
 	*x = TouchResponse{}
-	mi := &file_coord_proto_msgTypes[76]
+	mi := &file_coord_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4853,7 +5060,7 @@ func (x *TouchResponse) String() string {
 func (*TouchResponse) ProtoMessage() {}
 
 func (x *TouchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[76]
+	mi := &file_coord_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4866,7 +5073,7 @@ func (x *TouchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TouchResponse.ProtoReflect.Descriptor instead.
 func (*TouchResponse) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{76}
+	return file_coord_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *TouchResponse) GetUnknown() []int64 {
@@ -4884,7 +5091,7 @@ type ReadIndexRequest struct {
 
 func (x *ReadIndexRequest) Reset() {
 	*x = ReadIndexRequest{}
-	mi := &file_coord_proto_msgTypes[77]
+	mi := &file_coord_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4896,7 +5103,7 @@ func (x *ReadIndexRequest) String() string {
 func (*ReadIndexRequest) ProtoMessage() {}
 
 func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[77]
+	mi := &file_coord_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4909,7 +5116,7 @@ func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexRequest.ProtoReflect.Descriptor instead.
 func (*ReadIndexRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{77}
+	return file_coord_proto_rawDescGZIP(), []int{80}
 }
 
 type ReadIndexResponse struct {
@@ -4921,7 +5128,7 @@ type ReadIndexResponse struct {
 
 func (x *ReadIndexResponse) Reset() {
 	*x = ReadIndexResponse{}
-	mi := &file_coord_proto_msgTypes[78]
+	mi := &file_coord_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4933,7 +5140,7 @@ func (x *ReadIndexResponse) String() string {
 func (*ReadIndexResponse) ProtoMessage() {}
 
 func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[78]
+	mi := &file_coord_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4946,7 +5153,7 @@ func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexResponse.ProtoReflect.Descriptor instead.
 func (*ReadIndexResponse) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{78}
+	return file_coord_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ReadIndexResponse) GetIndex() uint64 {
@@ -4971,7 +5178,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_coord_proto_msgTypes[79]
+	mi := &file_coord_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4983,7 +5190,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[79]
+	mi := &file_coord_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4996,7 +5203,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{79}
+	return file_coord_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *JoinRequest) GetMember() *Member {
@@ -5022,7 +5229,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_coord_proto_msgTypes[80]
+	mi := &file_coord_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5034,7 +5241,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_coord_proto_msgTypes[80]
+	mi := &file_coord_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5047,7 +5254,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_coord_proto_rawDescGZIP(), []int{80}
+	return file_coord_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *JoinResponse) GetMembers() []*Member {
@@ -5301,7 +5508,7 @@ const file_coord_proto_rawDesc = "" +
 	"\awatches\x18\v \x01(\x03R\awatches\x12\x1b\n" +
 	"\tuptime_ms\x18\f \x01(\x03R\buptimeMs\x12\x19\n" +
 	"\bdb_bytes\x18\r \x01(\x03R\adbBytes\"\x11\n" +
-	"\x0fSessionsRequest\"\x99\x01\n" +
+	"\x0fSessionsRequest\"\xb3\x01\n" +
 	"\vSessionInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1d\n" +
 	"\n" +
@@ -5310,7 +5517,8 @@ const file_coord_proto_rawDesc = "" +
 	"\n" +
 	"ephemerals\x18\x04 \x01(\x03R\n" +
 	"ephemerals\x12%\n" +
-	"\x0econnected_here\x18\x05 \x01(\bR\rconnectedHere\"E\n" +
+	"\x0econnected_here\x18\x05 \x01(\bR\rconnectedHere\x12\x18\n" +
+	"\awatches\x18\x06 \x01(\x03R\awatches\"E\n" +
 	"\x10SessionsResponse\x121\n" +
 	"\bsessions\x18\x01 \x03(\v2\x15.coord.v1.SessionInfoR\bsessions\"$\n" +
 	"\x12KillSessionRequest\x12\x0e\n" +
@@ -5322,7 +5530,24 @@ const file_coord_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
 	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\x12\x1b\n" +
 	"\tlast_zxid\x18\x03 \x01(\x03R\blastZxid\x12\x16\n" +
-	"\x06digest\x18\x04 \x01(\fR\x06digest\"\x15\n" +
+	"\x06digest\x18\x04 \x01(\fR\x06digest\"\x10\n" +
+	"\x0eSamplesRequest\"\xef\x01\n" +
+	"\x06Sample\x12\x17\n" +
+	"\aunix_ms\x18\x01 \x01(\x03R\x06unixMs\x12\x14\n" +
+	"\x05reads\x18\x02 \x01(\x04R\x05reads\x12\x16\n" +
+	"\x06writes\x18\x03 \x01(\x04R\x06writes\x12 \n" +
+	"\fwrite_p50_ms\x18\x04 \x01(\x01R\n" +
+	"writeP50Ms\x12 \n" +
+	"\fwrite_p99_ms\x18\x05 \x01(\x01R\n" +
+	"writeP99Ms\x12#\n" +
+	"\rapplied_index\x18\x06 \x01(\x04R\fappliedIndex\x12!\n" +
+	"\fcommit_index\x18\a \x01(\x04R\vcommitIndex\x12\x12\n" +
+	"\x04role\x18\b \x01(\tR\x04role\"n\n" +
+	"\x0fSamplesResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
+	"\vinterval_ms\x18\x02 \x01(\x03R\n" +
+	"intervalMs\x12*\n" +
+	"\asamples\x18\x03 \x03(\v2\x10.coord.v1.SampleR\asamples\"\x15\n" +
 	"\x13SaveSnapshotRequest\"#\n" +
 	"\rSnapshotChunk\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\"\xca\x01\n" +
@@ -5381,7 +5606,7 @@ const file_coord_proto_rawDesc = "" +
 	"\fJoinResponse\x12*\n" +
 	"\amembers\x18\x01 \x03(\v2\x10.coord.v1.MemberR\amembers2H\n" +
 	"\x05Coord\x12?\n" +
-	"\aSession\x12\x17.coord.v1.ClientMessage\x1a\x17.coord.v1.ServerMessage(\x010\x012\xd3\x05\n" +
+	"\aSession\x12\x17.coord.v1.ClientMessage\x1a\x17.coord.v1.ServerMessage(\x010\x012\x93\x06\n" +
 	"\x05Admin\x12;\n" +
 	"\x06Status\x12\x17.coord.v1.StatusRequest\x1a\x18.coord.v1.StatusResponse\x12>\n" +
 	"\aMembers\x12\x18.coord.v1.MembersRequest\x1a\x19.coord.v1.MembersResponse\x12D\n" +
@@ -5392,7 +5617,8 @@ const file_coord_proto_rawDesc = "" +
 	"\bSessions\x12\x19.coord.v1.SessionsRequest\x1a\x1a.coord.v1.SessionsResponse\x12J\n" +
 	"\vKillSession\x12\x1c.coord.v1.KillSessionRequest\x1a\x1d.coord.v1.KillSessionResponse\x12;\n" +
 	"\x06HashKV\x12\x17.coord.v1.HashKVRequest\x1a\x18.coord.v1.HashKVResponse\x12H\n" +
-	"\fSaveSnapshot\x12\x1d.coord.v1.SaveSnapshotRequest\x1a\x17.coord.v1.SnapshotChunk0\x012\xc6\x02\n" +
+	"\fSaveSnapshot\x12\x1d.coord.v1.SaveSnapshotRequest\x1a\x17.coord.v1.SnapshotChunk0\x01\x12>\n" +
+	"\aSamples\x12\x18.coord.v1.SamplesRequest\x1a\x19.coord.v1.SamplesResponse2\xc6\x02\n" +
 	"\bInternal\x12B\n" +
 	"\aForward\x12\x18.coord.v1.ForwardRequest\x1a\x19.coord.v1.ForwardResponse(\x010\x01\x128\n" +
 	"\x05Touch\x12\x16.coord.v1.TouchRequest\x1a\x17.coord.v1.TouchResponse\x12D\n" +
@@ -5412,7 +5638,7 @@ func file_coord_proto_rawDescGZIP() []byte {
 	return file_coord_proto_rawDescData
 }
 
-var file_coord_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
+var file_coord_proto_msgTypes = make([]protoimpl.MessageInfo, 84)
 var file_coord_proto_goTypes = []any{
 	(*ClientMessage)(nil),               // 0: coord.v1.ClientMessage
 	(*ServerMessage)(nil),               // 1: coord.v1.ServerMessage
@@ -5472,29 +5698,32 @@ var file_coord_proto_goTypes = []any{
 	(*KillSessionResponse)(nil),         // 55: coord.v1.KillSessionResponse
 	(*HashKVRequest)(nil),               // 56: coord.v1.HashKVRequest
 	(*HashKVResponse)(nil),              // 57: coord.v1.HashKVResponse
-	(*SaveSnapshotRequest)(nil),         // 58: coord.v1.SaveSnapshotRequest
-	(*SnapshotChunk)(nil),               // 59: coord.v1.SnapshotChunk
-	(*Member)(nil),                      // 60: coord.v1.Member
-	(*MembersRequest)(nil),              // 61: coord.v1.MembersRequest
-	(*MembersResponse)(nil),             // 62: coord.v1.MembersResponse
-	(*AddServerRequest)(nil),            // 63: coord.v1.AddServerRequest
-	(*AddServerResponse)(nil),           // 64: coord.v1.AddServerResponse
-	(*RemoveServerRequest)(nil),         // 65: coord.v1.RemoveServerRequest
-	(*RemoveServerResponse)(nil),        // 66: coord.v1.RemoveServerResponse
-	(*TransferLeadershipRequest)(nil),   // 67: coord.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil),  // 68: coord.v1.TransferLeadershipResponse
-	(*SnapshotRequest)(nil),             // 69: coord.v1.SnapshotRequest
-	(*SnapshotResponse)(nil),            // 70: coord.v1.SnapshotResponse
-	(*ForwardRequest)(nil),              // 71: coord.v1.ForwardRequest
-	(*ForwardResponse)(nil),             // 72: coord.v1.ForwardResponse
-	(*CommitsRequest)(nil),              // 73: coord.v1.CommitsRequest
-	(*CommitPosition)(nil),              // 74: coord.v1.CommitPosition
-	(*TouchRequest)(nil),                // 75: coord.v1.TouchRequest
-	(*TouchResponse)(nil),               // 76: coord.v1.TouchResponse
-	(*ReadIndexRequest)(nil),            // 77: coord.v1.ReadIndexRequest
-	(*ReadIndexResponse)(nil),           // 78: coord.v1.ReadIndexResponse
-	(*JoinRequest)(nil),                 // 79: coord.v1.JoinRequest
-	(*JoinResponse)(nil),                // 80: coord.v1.JoinResponse
+	(*SamplesRequest)(nil),              // 58: coord.v1.SamplesRequest
+	(*Sample)(nil),                      // 59: coord.v1.Sample
+	(*SamplesResponse)(nil),             // 60: coord.v1.SamplesResponse
+	(*SaveSnapshotRequest)(nil),         // 61: coord.v1.SaveSnapshotRequest
+	(*SnapshotChunk)(nil),               // 62: coord.v1.SnapshotChunk
+	(*Member)(nil),                      // 63: coord.v1.Member
+	(*MembersRequest)(nil),              // 64: coord.v1.MembersRequest
+	(*MembersResponse)(nil),             // 65: coord.v1.MembersResponse
+	(*AddServerRequest)(nil),            // 66: coord.v1.AddServerRequest
+	(*AddServerResponse)(nil),           // 67: coord.v1.AddServerResponse
+	(*RemoveServerRequest)(nil),         // 68: coord.v1.RemoveServerRequest
+	(*RemoveServerResponse)(nil),        // 69: coord.v1.RemoveServerResponse
+	(*TransferLeadershipRequest)(nil),   // 70: coord.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil),  // 71: coord.v1.TransferLeadershipResponse
+	(*SnapshotRequest)(nil),             // 72: coord.v1.SnapshotRequest
+	(*SnapshotResponse)(nil),            // 73: coord.v1.SnapshotResponse
+	(*ForwardRequest)(nil),              // 74: coord.v1.ForwardRequest
+	(*ForwardResponse)(nil),             // 75: coord.v1.ForwardResponse
+	(*CommitsRequest)(nil),              // 76: coord.v1.CommitsRequest
+	(*CommitPosition)(nil),              // 77: coord.v1.CommitPosition
+	(*TouchRequest)(nil),                // 78: coord.v1.TouchRequest
+	(*TouchResponse)(nil),               // 79: coord.v1.TouchResponse
+	(*ReadIndexRequest)(nil),            // 80: coord.v1.ReadIndexRequest
+	(*ReadIndexResponse)(nil),           // 81: coord.v1.ReadIndexResponse
+	(*JoinRequest)(nil),                 // 82: coord.v1.JoinRequest
+	(*JoinResponse)(nil),                // 83: coord.v1.JoinResponse
 }
 var file_coord_proto_depIdxs = []int32{
 	2,  // 0: coord.v1.ClientMessage.connect:type_name -> coord.v1.ConnectRequest
@@ -5560,46 +5789,49 @@ var file_coord_proto_depIdxs = []int32{
 	7,  // 60: coord.v1.GetACLResponse.stat:type_name -> coord.v1.Stat
 	42, // 61: coord.v1.WhoAmIResponse.client_info:type_name -> coord.v1.ClientInfo
 	52, // 62: coord.v1.SessionsResponse.sessions:type_name -> coord.v1.SessionInfo
-	60, // 63: coord.v1.MembersResponse.members:type_name -> coord.v1.Member
-	60, // 64: coord.v1.JoinRequest.member:type_name -> coord.v1.Member
-	60, // 65: coord.v1.JoinResponse.members:type_name -> coord.v1.Member
-	0,  // 66: coord.v1.Coord.Session:input_type -> coord.v1.ClientMessage
-	49, // 67: coord.v1.Admin.Status:input_type -> coord.v1.StatusRequest
-	61, // 68: coord.v1.Admin.Members:input_type -> coord.v1.MembersRequest
-	63, // 69: coord.v1.Admin.AddServer:input_type -> coord.v1.AddServerRequest
-	65, // 70: coord.v1.Admin.RemoveServer:input_type -> coord.v1.RemoveServerRequest
-	67, // 71: coord.v1.Admin.TransferLeadership:input_type -> coord.v1.TransferLeadershipRequest
-	69, // 72: coord.v1.Admin.Snapshot:input_type -> coord.v1.SnapshotRequest
-	51, // 73: coord.v1.Admin.Sessions:input_type -> coord.v1.SessionsRequest
-	54, // 74: coord.v1.Admin.KillSession:input_type -> coord.v1.KillSessionRequest
-	56, // 75: coord.v1.Admin.HashKV:input_type -> coord.v1.HashKVRequest
-	58, // 76: coord.v1.Admin.SaveSnapshot:input_type -> coord.v1.SaveSnapshotRequest
-	71, // 77: coord.v1.Internal.Forward:input_type -> coord.v1.ForwardRequest
-	75, // 78: coord.v1.Internal.Touch:input_type -> coord.v1.TouchRequest
-	77, // 79: coord.v1.Internal.ReadIndex:input_type -> coord.v1.ReadIndexRequest
-	79, // 80: coord.v1.Internal.Join:input_type -> coord.v1.JoinRequest
-	73, // 81: coord.v1.Internal.Commits:input_type -> coord.v1.CommitsRequest
-	1,  // 82: coord.v1.Coord.Session:output_type -> coord.v1.ServerMessage
-	50, // 83: coord.v1.Admin.Status:output_type -> coord.v1.StatusResponse
-	62, // 84: coord.v1.Admin.Members:output_type -> coord.v1.MembersResponse
-	64, // 85: coord.v1.Admin.AddServer:output_type -> coord.v1.AddServerResponse
-	66, // 86: coord.v1.Admin.RemoveServer:output_type -> coord.v1.RemoveServerResponse
-	68, // 87: coord.v1.Admin.TransferLeadership:output_type -> coord.v1.TransferLeadershipResponse
-	70, // 88: coord.v1.Admin.Snapshot:output_type -> coord.v1.SnapshotResponse
-	53, // 89: coord.v1.Admin.Sessions:output_type -> coord.v1.SessionsResponse
-	55, // 90: coord.v1.Admin.KillSession:output_type -> coord.v1.KillSessionResponse
-	57, // 91: coord.v1.Admin.HashKV:output_type -> coord.v1.HashKVResponse
-	59, // 92: coord.v1.Admin.SaveSnapshot:output_type -> coord.v1.SnapshotChunk
-	72, // 93: coord.v1.Internal.Forward:output_type -> coord.v1.ForwardResponse
-	76, // 94: coord.v1.Internal.Touch:output_type -> coord.v1.TouchResponse
-	78, // 95: coord.v1.Internal.ReadIndex:output_type -> coord.v1.ReadIndexResponse
-	80, // 96: coord.v1.Internal.Join:output_type -> coord.v1.JoinResponse
-	74, // 97: coord.v1.Internal.Commits:output_type -> coord.v1.CommitPosition
-	82, // [82:98] is the sub-list for method output_type
-	66, // [66:82] is the sub-list for method input_type
-	66, // [66:66] is the sub-list for extension type_name
-	66, // [66:66] is the sub-list for extension extendee
-	0,  // [0:66] is the sub-list for field type_name
+	59, // 63: coord.v1.SamplesResponse.samples:type_name -> coord.v1.Sample
+	63, // 64: coord.v1.MembersResponse.members:type_name -> coord.v1.Member
+	63, // 65: coord.v1.JoinRequest.member:type_name -> coord.v1.Member
+	63, // 66: coord.v1.JoinResponse.members:type_name -> coord.v1.Member
+	0,  // 67: coord.v1.Coord.Session:input_type -> coord.v1.ClientMessage
+	49, // 68: coord.v1.Admin.Status:input_type -> coord.v1.StatusRequest
+	64, // 69: coord.v1.Admin.Members:input_type -> coord.v1.MembersRequest
+	66, // 70: coord.v1.Admin.AddServer:input_type -> coord.v1.AddServerRequest
+	68, // 71: coord.v1.Admin.RemoveServer:input_type -> coord.v1.RemoveServerRequest
+	70, // 72: coord.v1.Admin.TransferLeadership:input_type -> coord.v1.TransferLeadershipRequest
+	72, // 73: coord.v1.Admin.Snapshot:input_type -> coord.v1.SnapshotRequest
+	51, // 74: coord.v1.Admin.Sessions:input_type -> coord.v1.SessionsRequest
+	54, // 75: coord.v1.Admin.KillSession:input_type -> coord.v1.KillSessionRequest
+	56, // 76: coord.v1.Admin.HashKV:input_type -> coord.v1.HashKVRequest
+	61, // 77: coord.v1.Admin.SaveSnapshot:input_type -> coord.v1.SaveSnapshotRequest
+	58, // 78: coord.v1.Admin.Samples:input_type -> coord.v1.SamplesRequest
+	74, // 79: coord.v1.Internal.Forward:input_type -> coord.v1.ForwardRequest
+	78, // 80: coord.v1.Internal.Touch:input_type -> coord.v1.TouchRequest
+	80, // 81: coord.v1.Internal.ReadIndex:input_type -> coord.v1.ReadIndexRequest
+	82, // 82: coord.v1.Internal.Join:input_type -> coord.v1.JoinRequest
+	76, // 83: coord.v1.Internal.Commits:input_type -> coord.v1.CommitsRequest
+	1,  // 84: coord.v1.Coord.Session:output_type -> coord.v1.ServerMessage
+	50, // 85: coord.v1.Admin.Status:output_type -> coord.v1.StatusResponse
+	65, // 86: coord.v1.Admin.Members:output_type -> coord.v1.MembersResponse
+	67, // 87: coord.v1.Admin.AddServer:output_type -> coord.v1.AddServerResponse
+	69, // 88: coord.v1.Admin.RemoveServer:output_type -> coord.v1.RemoveServerResponse
+	71, // 89: coord.v1.Admin.TransferLeadership:output_type -> coord.v1.TransferLeadershipResponse
+	73, // 90: coord.v1.Admin.Snapshot:output_type -> coord.v1.SnapshotResponse
+	53, // 91: coord.v1.Admin.Sessions:output_type -> coord.v1.SessionsResponse
+	55, // 92: coord.v1.Admin.KillSession:output_type -> coord.v1.KillSessionResponse
+	57, // 93: coord.v1.Admin.HashKV:output_type -> coord.v1.HashKVResponse
+	62, // 94: coord.v1.Admin.SaveSnapshot:output_type -> coord.v1.SnapshotChunk
+	60, // 95: coord.v1.Admin.Samples:output_type -> coord.v1.SamplesResponse
+	75, // 96: coord.v1.Internal.Forward:output_type -> coord.v1.ForwardResponse
+	79, // 97: coord.v1.Internal.Touch:output_type -> coord.v1.TouchResponse
+	81, // 98: coord.v1.Internal.ReadIndex:output_type -> coord.v1.ReadIndexResponse
+	83, // 99: coord.v1.Internal.Join:output_type -> coord.v1.JoinResponse
+	77, // 100: coord.v1.Internal.Commits:output_type -> coord.v1.CommitPosition
+	84, // [84:101] is the sub-list for method output_type
+	67, // [67:84] is the sub-list for method input_type
+	67, // [67:67] is the sub-list for extension type_name
+	67, // [67:67] is the sub-list for extension extendee
+	0,  // [0:67] is the sub-list for field type_name
 }
 
 func init() { file_coord_proto_init() }
@@ -5669,7 +5901,7 @@ func file_coord_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_coord_proto_rawDesc), len(file_coord_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   81,
+			NumMessages:   84,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

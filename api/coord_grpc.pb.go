@@ -139,6 +139,7 @@ const (
 	Admin_KillSession_FullMethodName        = "/coord.v1.Admin/KillSession"
 	Admin_HashKV_FullMethodName             = "/coord.v1.Admin/HashKV"
 	Admin_SaveSnapshot_FullMethodName       = "/coord.v1.Admin/SaveSnapshot"
+	Admin_Samples_FullMethodName            = "/coord.v1.Admin/Samples"
 )
 
 // AdminClient is the client API for Admin service.
@@ -166,6 +167,10 @@ type AdminClient interface {
 	// SaveSnapshot streams the answering server's state as a snapshot file
 	// (the state machine's snapshot stream, preceded by its applied index).
 	SaveSnapshot(ctx context.Context, in *SaveSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error)
+	// Samples is the answering server's own recent history, read off its
+	// metrics every few seconds (open, as Status and /metrics are): requests
+	// answered, write latency, applied index.
+	Samples(ctx context.Context, in *SamplesRequest, opts ...grpc.CallOption) (*SamplesResponse, error)
 }
 
 type adminClient struct {
@@ -285,6 +290,16 @@ func (c *adminClient) SaveSnapshot(ctx context.Context, in *SaveSnapshotRequest,
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Admin_SaveSnapshotClient = grpc.ServerStreamingClient[SnapshotChunk]
 
+func (c *adminClient) Samples(ctx context.Context, in *SamplesRequest, opts ...grpc.CallOption) (*SamplesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SamplesResponse)
+	err := c.cc.Invoke(ctx, Admin_Samples_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -310,6 +325,10 @@ type AdminServer interface {
 	// SaveSnapshot streams the answering server's state as a snapshot file
 	// (the state machine's snapshot stream, preceded by its applied index).
 	SaveSnapshot(*SaveSnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error
+	// Samples is the answering server's own recent history, read off its
+	// metrics every few seconds (open, as Status and /metrics are): requests
+	// answered, write latency, applied index.
+	Samples(context.Context, *SamplesRequest) (*SamplesResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -349,6 +368,9 @@ func (UnimplementedAdminServer) HashKV(context.Context, *HashKVRequest) (*HashKV
 }
 func (UnimplementedAdminServer) SaveSnapshot(*SaveSnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error {
 	return status.Error(codes.Unimplemented, "method SaveSnapshot not implemented")
+}
+func (UnimplementedAdminServer) Samples(context.Context, *SamplesRequest) (*SamplesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Samples not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -544,6 +566,24 @@ func _Admin_SaveSnapshot_Handler(srv interface{}, stream grpc.ServerStream) erro
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Admin_SaveSnapshotServer = grpc.ServerStreamingServer[SnapshotChunk]
 
+func _Admin_Samples_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SamplesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Samples(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Samples_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Samples(ctx, req.(*SamplesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -586,6 +626,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "HashKV",
 			Handler:    _Admin_HashKV_Handler,
+		},
+		{
+			MethodName: "Samples",
+			Handler:    _Admin_Samples_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -25,9 +25,10 @@ import (
 )
 
 // adminService serves operators (coordctl) and the leader's catch-up checks.
-// Status and Members answer anyone (as ZooKeeper's srvr and its
-// world-readable /zookeeper/config do); every other method reveals data or
-// sessions or changes the cluster and first asks authorize who is calling.
+// Status, Members and Samples answer anyone (as ZooKeeper's srvr, its
+// world-readable /zookeeper/config and /metrics do); every other method
+// reveals data or sessions or changes the cluster and first asks authorize
+// who is calling.
 type adminService struct {
 	api.UnimplementedAdminServer
 	s *Server
@@ -35,6 +36,9 @@ type adminService struct {
 	// the listener authenticated before any protocol byte; they may call
 	// everything.
 	peer bool
+	// caller, with peer, names who asked in the audit log (the console's
+	// signed-in admin) instead of "peer:".
+	caller string
 }
 
 // AdminDigestMetadata is the gRPC metadata key under which an Admin call
@@ -99,6 +103,9 @@ func (a *adminService) authorize(ctx context.Context, what string) error {
 // subject.
 func (a *adminService) who(ctx context.Context) string {
 	if a.peer {
+		if a.caller != "" {
+			return a.caller
+		}
 		return "peer:"
 	}
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
@@ -367,12 +374,26 @@ func (a *adminService) Sessions(ctx context.Context, _ *api.SessionsRequest) (*a
 	for _, c := range a.s.sess.Conns() {
 		here[c.ID()] = true
 	}
+	watches := a.s.sess.Watches()
 	resp := &api.SessionsResponse{}
 	for _, info := range a.s.rep.View().Sessions() {
-		resp.Sessions = append(resp.Sessions, &api.SessionInfo{Id: info.ID, TimeoutMs: info.Timeout, Owner: info.Owner,
-			Ephemerals: int64(info.Ephemerals), ConnectedHere: here[info.ID]})
+		si := &api.SessionInfo{Id: info.ID, TimeoutMs: info.Timeout, Owner: info.Owner,
+			Ephemerals: int64(info.Ephemerals), ConnectedHere: here[info.ID]}
+		if si.ConnectedHere {
+			// Watches are server-local: only this server knows them.
+			si.Watches = int64(watches.SessionCount(info.ID))
+		}
+		resp.Sessions = append(resp.Sessions, si)
 	}
 	return resp, nil
+}
+
+// Samples answers this server's recent samples of its own metrics, oldest
+// first (samples.go). It is open to anyone, as Status is: the same numbers
+// are on /metrics.
+func (a *adminService) Samples(context.Context, *api.SamplesRequest) (*api.SamplesResponse, error) {
+	sm := a.s.samples
+	return &api.SamplesResponse{Id: a.s.cfg.ID, IntervalMs: sm.interval.Milliseconds(), Samples: sm.list()}, nil
 }
 
 // KillSession closes a session through the log, as its expiry does.

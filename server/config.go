@@ -74,6 +74,12 @@ type Config struct {
 	// Pprof serves Go's profiler under /debug/pprof/ on HTTPAddr (heap,
 	// goroutines, CPU profiles); off, those paths are 404.
 	Pprof bool
+	// NoConsole turns off the console, the browser UI under /ui/ on
+	// HTTPAddr (server/console; docs/console.md).
+	NoConsole bool
+	// ConsoleIdle ends a console sign-in that made no call for this long
+	// (0: 30 minutes); a sign-in ends 12 hours after it began anyway.
+	ConsoleIdle time.Duration
 	// GossipAddr is host:port for memberlist gossip ("" turns gossip off).
 	// GossipKey, 16, 24 or 32 bytes, encrypts gossip (memberlist's
 	// SecretKey, AES-GCM); every server needs the same key.

@@ -33,7 +33,7 @@ func (s *Server) checkDisk() {
 	free := st.Bavail * uint64(st.Bsize)
 	// A wal log store preallocates its next segment whole: below that much
 	// free space its next rotation would fail, whatever MinFreeDisk says.
-	need := max(s.cfg.MinFreeDisk, s.rep.StoreHeadroom())
+	need := max(s.minFreeDisk.Load(), s.rep.StoreHeadroom())
 	low := free < need
 	if was := s.rep.SetDiskLow(low); was != low {
 		if low {

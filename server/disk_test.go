@@ -19,7 +19,7 @@ func TestDiskLowRefusesWrites(t *testing.T) {
 	srv := c.Servers[0]
 	s := newSession(t, srv.GRPCAddr())
 	mustOK(t, s.create("/before", "", vocab.ModePersistent))
-	srv.cfg.MinFreeDisk = math.MaxUint64
+	srv.minFreeDisk.Store(math.MaxUint64)
 	srv.checkDisk()
 	if r := s.create("/during", "", vocab.ModePersistent); vocab.Code(r.Err) != vocab.SystemError {
 		t.Fatalf("write on a full disk: %v", vocab.Code(r.Err))
@@ -28,7 +28,7 @@ func TestDiskLowRefusesWrites(t *testing.T) {
 	if r := s.get("/during", false); vocab.Code(r.Err) != vocab.NoNode {
 		t.Fatalf("refused write left %v", r)
 	}
-	srv.cfg.MinFreeDisk = 0
+	srv.minFreeDisk.Store(0)
 	srv.checkDisk()
 	mustOK(t, s.create("/after", "", vocab.ModePersistent))
 }
@@ -43,13 +43,13 @@ func TestLeaderDiskLowRefusesForwardedWrites(t *testing.T) {
 	leader := c.Servers[li]
 	s := newSession(t, c.Servers[(li+1)%3].GRPCAddr())
 	mustOK(t, s.create("/before", "", vocab.ModePersistent))
-	leader.cfg.MinFreeDisk = math.MaxUint64
+	leader.minFreeDisk.Store(math.MaxUint64)
 	leader.checkDisk()
 	if r := s.create("/during", "", vocab.ModePersistent); vocab.Code(r.Err) != vocab.SystemError {
 		t.Fatalf("forwarded write to a leader with a full disk: %v", vocab.Code(r.Err))
 	}
 	mustOK(t, s.get("/before", false)) // same connection
-	leader.cfg.MinFreeDisk = 0
+	leader.minFreeDisk.Store(0)
 	leader.checkDisk()
 	mustOK(t, s.create("/after", "", vocab.ModePersistent))
 }

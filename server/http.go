@@ -14,13 +14,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"coord/api"
+	"coord/server/console"
 	"coord/server/internal/logbridge"
 	"coord/server/replica"
 )
 
 // startHTTP serves /metrics (Prometheus), /health and the admin reads as
-// JSON (/status, /members) on Config.HTTPAddr, and /debug/pprof/ with
-// Config.Pprof.
+// JSON (/status, /members) on Config.HTTPAddr, the console under /ui/
+// (unless Config.NoConsole), and /debug/pprof/ with Config.Pprof.
 func (s *Server) startHTTP() error {
 	lis, err := net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
@@ -46,6 +47,16 @@ func (s *Server) startHTTP() error {
 		m, err := admin.Members(r.Context(), &api.MembersRequest{})
 		writeJSON(w, m, err)
 	})
+	if !s.cfg.NoConsole {
+		// The console (server/console): a client of this server's own
+		// session layer, so every read and write goes through the ACL
+		// checks of the identities its user signed in with.
+		s.console = console.New(console.Config{Log: s.log.With("component", "console"), Idle: s.cfg.ConsoleIdle,
+			MaxRequestBytes: int64(s.cfg.MaxRequestBytes) * 8}, consoleServer{s})
+		mux.Handle("/ui/", s.console.Handler())
+		mux.Handle("GET /ui", s.console.Handler())
+		mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
+	}
 	if s.tls != nil {
 		lis = tls.NewListener(lis, s.tls.serverConfig())
 	}

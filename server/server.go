@@ -17,6 +17,7 @@ import (
 
 	"coord/api"
 	"coord/fsm"
+	"coord/server/console"
 	"coord/server/reconfig"
 	"coord/server/replica"
 	"coord/server/sessions"
@@ -40,6 +41,9 @@ type Server struct {
 	removed atomic.Bool
 	// rebuildAsked: a Join with rebuild set was answered (Config.Rebuild).
 	rebuildAsked atomic.Bool
+	// minFreeDisk is Config.MinFreeDisk, which tests change while the
+	// disk check runs (disk.go).
+	minFreeDisk atomic.Uint64
 
 	gate        *netGate          // all traffic with the other servers (netgate.go)
 	tls         *tlsFiles         // nil without TLS (tls.go)
@@ -50,9 +54,11 @@ type Server struct {
 	grpc        *grpc.Server
 	gossip      *gossip // nil when gossip is off
 	metrics     *metrics
+	samples     *sampler // this server's recent metrics (samples.go)
 	started     time.Time
 	httpLis     net.Listener
 	http        *http.Server
+	console     *console.Console // the browser console under /ui/ (nil: off)
 
 	ledAt atomic.Int64 // when this server last saw itself lead (unix ns; leaderloss.go)
 	// membersDiscovered is when Members last asked the others for the
@@ -107,6 +113,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.clientConns = newAddrLimiter(cfg.MaxClientConns)
 	s.metrics = newMetrics(s)
+	s.samples = newServerSampler(s)
 	var audit *slog.Logger
 	if cfg.AuditLog != "" {
 		f, err := os.OpenFile(cfg.AuditLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
@@ -185,11 +192,13 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.checkDisk()
-	s.wg.Add(4)
+	s.wg.Add(5)
 	go s.leaderLossLoop()
 	go s.leaderLoop()
 	go s.touchLoop()
+	s.minFreeDisk.Store(s.cfg.MinFreeDisk)
 	go s.diskLoop()
+	go s.sampleLoop()
 	s.logStarted()
 	return s, nil
 }
@@ -391,6 +400,9 @@ func (s *Server) Close() error {
 		}
 		if s.gossip != nil {
 			s.gossip.leave()
+		}
+		if s.console != nil {
+			s.console.Close()
 		}
 		if s.http != nil {
 			s.http.Close()

@@ -228,6 +228,31 @@ func (r *Registry) Len() int {
 	return r.n
 }
 
+// SessionCount is the number of watches the session holds, each kind it
+// holds on a path counted once, as Len counts them (and as
+// MaxWatchesPerSession bounds them). With a bound the registry keeps the
+// count; without one it sweeps the session's list (as BySession does),
+// which costs a sort of the session's own list, not a look at every path.
+func (r *Registry) SessionCount(session int64) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sp := r.sessions[session]
+	if sp == nil {
+		return 0
+	}
+	if r.maxPerSession > 0 {
+		return sp.held
+	}
+	if r.sweep(session, sp) == 0 {
+		return 0
+	}
+	n := 0
+	for _, id := range sp.ids {
+		n += nkinds(r.kindsOf(&r.ents[id], session))
+	}
+	return n
+}
+
 // BySession returns each watching session's watched paths, sorted (wchc).
 func (r *Registry) BySession() map[int64][]string {
 	r.mu.Lock()

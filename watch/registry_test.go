@@ -7,6 +7,7 @@ package watch
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -422,4 +423,67 @@ func TestManySessionsOrdered(t *testing.T) {
 		}
 	}
 	checkInvariants(t, r)
+}
+
+// SessionCount counts each kind a session holds on a path once, as Len
+// does, through adds, repeats, removals, triggers and the end of another
+// session, with and without a per-session bound (which keeps the count
+// rather than sweeping for it); it agrees with dump at every step.
+func TestSessionCount(t *testing.T) {
+	for _, r := range []*Registry{New(), NewLimited(1 << 20)} {
+		register(t, r, reg{1, "/a", "dd"}, reg{1, "/a", "cp"}, reg{1, "/b", "d"}, reg{2, "/a", "dr"}, reg{2, "/c", "c"})
+		for s, want := range map[int64]int{1: 4, 2: 3, 3: 0} {
+			if got := r.SessionCount(s); got != want {
+				t.Errorf("limited=%v: SessionCount(%d) = %d, want %d", r.maxPerSession > 0, s, got, want)
+			}
+		}
+		// A change of /a fires the one-shot data watches there: session 1
+		// keeps c and p on /a and d on /b, session 2 r on /a and c on /c.
+		r.Trigger(fsm.Trigger{Path: "/a", Type: changed, Zxid: 5})
+		if got1, got2 := r.SessionCount(1), r.SessionCount(2); got1 != 3 || got2 != 2 {
+			t.Errorf("limited=%v: after the change: %d and %d, want 3 and 2", r.maxPerSession > 0, got1, got2)
+		}
+		r.RemoveSession(1)
+		if got := r.SessionCount(1); got != 0 {
+			t.Errorf("limited=%v: a removed session holds %d", r.maxPerSession > 0, got)
+		}
+	}
+
+	// At random, against dump.
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for _, r := range []*Registry{New(), NewLimited(1 << 20)} {
+		paths := []string{"/", "/a", "/a/b", "/a/b/c", "/d", "/e"}
+		for step := range 3000 {
+			s, p := int64(rnd.IntN(5)), paths[rnd.IntN(len(paths))]
+			switch rnd.IntN(10) {
+			case 0, 1, 2:
+				r.AddData(s, p)
+			case 3, 4:
+				r.AddChild(s, p)
+			case 5:
+				r.AddWatch(s, p, vocab.AddWatchMode(rnd.IntN(2)))
+			case 6:
+				r.Remove(s, p, vocab.WatcherType(1+rnd.IntN(5)))
+			case 7, 8:
+				r.Trigger(fsm.Trigger{Path: p, Type: vocab.EventType(1 + rnd.IntN(4)), Zxid: int64(step)})
+			case 9:
+				if rnd.IntN(10) == 0 {
+					r.RemoveSession(s)
+				}
+			}
+			want := map[int64]int{}
+			for _, line := range dump(r) {
+				var ws int64
+				var wp, wk string
+				fmt.Sscan(line, &ws, &wp, &wk)
+				want[ws] += len(wk)
+			}
+			for s := range int64(5) {
+				if got := r.SessionCount(s); got != want[s] {
+					t.Fatalf("limited=%v step %d: SessionCount(%d) = %d, dump says %d", r.maxPerSession > 0, step, s, got, want[s])
+				}
+			}
+			checkInvariants(t, r)
+		}
+	}
 }

@@ -204,6 +204,8 @@ Flags of a server (each may also be set in the -config file, under its name with
 	zkAddr := fs.String("zk-addr", def.ZKAddr, `host:port for the ZooKeeper wire protocol ("" turns it off)`)
 	fourLW := fs.String("4lw-whitelist", strings.Join(def.FourLetterWords, ","), `four-letter words served on the ZooKeeper port, comma separated ("*" for all), as ZooKeeper's 4lw.commands.whitelist: srvr is always served, and isro with -read-only-mode; the others answer "<word> is not executed because it is not in the whitelist." (cons, dump, wchc, wchp, envi, stat, mntr, ... show sessions, client addresses, paths or the host to anyone who reaches the port)`)
 	httpAddr := fs.String("http-addr", def.HTTPAddr, `host:port for /metrics, /health, /status, /members ("" turns it off)`)
+	consoleOn := fs.Bool("console", true, "serve the browser console under /ui/ on -http-addr (docs/console.md): sign-in with the same identities and ACL checks as any client")
+	consoleIdle := fs.Duration("console-idle", 30*time.Minute, "end a console sign-in after this long without a call")
 	pprofOn := fs.Bool("pprof", false, "serve Go's profiler under /debug/pprof/ on -http-addr (heap, goroutines, CPU profiles, to anyone who reaches that port); without it those paths are 404")
 	observer := fs.Bool("observer", false, "run as an observer (raft non-voter)")
 	bootstrap := fs.Bool("bootstrap", true, "start a new cluster if this server has no state (voters only)")
@@ -259,6 +261,7 @@ Flags of a server (each may also be set in the -config file, under its name with
 		cfg.RaftAdvertise, cfg.PeerSourceIP = *raftAdvertise, *peerSource
 		cfg.GossipAddr, cfg.HTTPAddr, cfg.ZKAddr = *gossipAddr, *httpAddr, *zkAddr
 		cfg.Pprof = *pprofOn
+		cfg.NoConsole, cfg.ConsoleIdle = !*consoleOn, *consoleIdle
 		cfg.FourLetterWords = splitList(*fourLW, ",")
 		cfg.Observer = *observer
 		cfg.Bootstrap = *bootstrap && !cfg.Observer

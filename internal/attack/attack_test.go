@@ -6,12 +6,15 @@ import (
 	"crypto/sha1"
 	"crypto/tls"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -729,6 +732,8 @@ func runSuite(t *testing.T, mode string) {
 
 	// Rows 7, 8, 9: four-letter words, pprof, reconfig.
 	c.clientPlane(t, rep, who)
+	// The console on the HTTP port (docs/console.md).
+	c.consoleDoors(t, rep, who, victim.SessionID())
 
 	// Each refusal was counted where an operator sees it.
 	for _, n := range c.nodes {
@@ -1138,5 +1143,122 @@ func TestDefaultServerKey(t *testing.T) {
 			t.Fatalf("s2 with s1's key did not join: %v %v", resp, err)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// consoleDoors tries the console's calls (/ui/api/ on the HTTP port) as a
+// stranger: with no sign-in, a forged cookie, an anonymous sign-in and a
+// wrong superuser password, none reads the victim's data, sees or closes
+// sessions, or changes the membership; a change without the sign-in's
+// CSRF token, or from another origin, is refused.
+func (c *cluster) consoleDoors(t *testing.T, rep *report, who string, victimSession int64) {
+	n := c.nodes[0]
+	httpc, scheme := c.httpClient()
+	base := scheme + "://" + n.httpAddr + "/ui/api/"
+	secret := "the victim's secret"
+	secret64 := base64.StdEncoding.EncodeToString([]byte(secret))
+	// call sends one request with jar's cookies; it is an error (a
+	// refusal) unless the answer is 2xx.
+	call := func(jar http.CookieJar, method, path, csrf, body string, hdr ...string) (int, string, error) {
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if csrf != "" {
+			req.Header.Set("X-Coord-CSRF", csrf)
+		}
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		cl := *httpc
+		cl.Jar = jar
+		resp, err := cl.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if strings.Contains(string(b), secret) || strings.Contains(string(b), secret64) {
+			t.Errorf("console %s %s as %s answered the victim's data: %s", method, path, who, b)
+		}
+		if resp.StatusCode/100 == 2 {
+			return resp.StatusCode, string(b), nil
+		}
+		return resp.StatusCode, string(b), fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	want := func(door, as string, wantStatus int, status int, err error) {
+		t.Helper()
+		rep.add("console "+door, as, err)
+		if status != wantStatus {
+			t.Errorf("console %s as %s: %d (%v), want %d", door, as, status, err, wantStatus)
+		}
+	}
+	victimHex := fmt.Sprintf(`{"id":"0x%x"}`, uint64(victimSession))
+	noJar, _ := cookiejar.New(nil)
+	st, _, err := call(noJar, "GET", "node?path=/secret", "", "")
+	want("GET /ui/api/node (no sign-in)", who, 401, st, err)
+	st, _, err = call(noJar, "GET", "sessions", "", "")
+	want("GET /ui/api/sessions (no sign-in)", who, 401, st, err)
+	st, _, err = call(noJar, "POST", "cluster/remove", "x", `{"id":"s3"}`)
+	want("POST /ui/api/cluster/remove (no sign-in)", who, 401, st, err)
+	forged, _ := cookiejar.New(nil)
+	u, _ := url.Parse(base)
+	forged.SetCookies(u, []*http.Cookie{{Name: "coord_console", Value: "forged-sign-in", Path: "/ui/"}})
+	st, _, err = call(forged, "GET", "node?path=/secret", "", "")
+	want("GET /ui/api/node (forged cookie)", who, 401, st, err)
+	st, _, err = call(noJar, "POST", "login", "", `{"user":"","password":""}`)
+	want("POST /ui/api/login without the CSRF header", who, 403, st, err)
+
+	for _, as := range []struct{ user, password, name string }{{"", "", "anonymous"}, {superUser, "wrong", "super with a wrong password"}} {
+		jar, _ := cookiejar.New(nil)
+		st, body, err := call(jar, "POST", "login", "login", fmt.Sprintf(`{"user":%q,"password":%q}`, as.user, as.password))
+		if err != nil {
+			t.Fatalf("console sign-in as %s: %v", as.name, err)
+		}
+		var me struct {
+			CSRF  string `json:"csrf"`
+			Admin bool   `json:"admin"`
+		}
+		json.Unmarshal([]byte(body), &me)
+		if me.Admin || me.CSRF == "" {
+			t.Errorf("console sign-in as %s: %d %s", as.name, st, body)
+		}
+		st, body, _ = call(jar, "GET", "node?path=/secret", "", "")
+		var node struct {
+			Readable bool `json:"readable"`
+		}
+		json.Unmarshal([]byte(body), &node)
+		var got error
+		if node.Readable {
+			t.Errorf("console GET /ui/api/node?path=/secret as %s: readable (%d %s)", as.name, st, body)
+		} else {
+			got = fmt.Errorf("%d, data left out: not readable", st)
+		}
+		rep.add("console GET /ui/api/node?path=/secret", as.name, got)
+		st, _, err = call(jar, "GET", "export?path=/secret", "", "")
+		want("GET /ui/api/export?path=/secret", as.name, 403, st, err)
+		st, _, err = call(jar, "GET", "sessions", "", "")
+		want("GET /ui/api/sessions", as.name, 403, st, err)
+		st, _, err = call(jar, "POST", "sessions/close", me.CSRF, victimHex)
+		want("POST /ui/api/sessions/close (the victim's)", as.name, 403, st, err)
+		st, _, err = call(jar, "POST", "cluster/remove", me.CSRF, `{"id":"s3"}`)
+		want("POST /ui/api/cluster/remove", as.name, 403, st, err)
+		st, _, err = call(jar, "POST", "cluster/transfer", me.CSRF, `{"id":""}`)
+		want("POST /ui/api/cluster/transfer", as.name, 403, st, err)
+		// (Deleting /secret itself takes DELETE on /, which is open, over
+		// the ZooKeeper port as here: ZooKeeper checks a delete against
+		// the parent's ACL.)
+		st, _, err = call(jar, "POST", "delete", me.CSRF, `{"path":"/secret/child","version":-1}`)
+		want("POST /ui/api/delete /secret/child", as.name, 403, st, err)
+		st, _, err = call(jar, "POST", "create", me.CSRF, `{"path":"/secret/ghost"}`)
+		want("POST /ui/api/create /secret/ghost", as.name, 403, st, err)
+		st, _, err = call(jar, "POST", "set", me.CSRF, `{"path":"/secret","data":"eA==","version":-1}`)
+		want("POST /ui/api/set /secret", as.name, 403, st, err)
+		st, _, err = call(jar, "POST", "create", "not-the-token", `{"path":"/ghost"}`)
+		want("POST /ui/api/create with a wrong CSRF token", as.name, 403, st, err)
+		st, _, err = call(jar, "POST", "create", me.CSRF, `{"path":"/ghost"}`, "Origin", "http://evil.example")
+		want("POST /ui/api/create from another origin", as.name, 403, st, err)
+		call(jar, "POST", "logout", me.CSRF, "")
 	}
 }

@@ -1,7 +1,7 @@
 // Package doctest holds only tests: it runs the command blocks of README.md,
-// docs/running.md, docs/coordctl.md and docs/deploy.md as scripts, with the
-// output the pages show, so a changed flag or output fails a test instead of
-// a newcomer.
+// docs/running.md, docs/coordctl.md, docs/deploy.md and docs/console.md as
+// scripts, with the output the pages show, so a changed flag or output fails
+// a test instead of a newcomer.
 //
 // Each page becomes one testscript (github.com/rogpeppe/go-internal, the
 // runner of the go command's own CLI tests) that runs in a fresh directory,

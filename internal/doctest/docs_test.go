@@ -19,7 +19,7 @@ import (
 )
 
 // pages are the pages whose command blocks run, relative to the module root.
-var pages = []string{"README.md", "docs/running.md", "docs/coordctl.md", "docs/deploy.md"}
+var pages = []string{"README.md", "docs/running.md", "docs/coordctl.md", "docs/deploy.md", "docs/console.md"}
 
 // TestPages runs each page's command blocks as a script (see the package
 // comment for the rules).
