@@ -118,7 +118,7 @@ type Replica struct {
 	prop      *proposer
 	fwd       *forwarder
 	raft      *raft.Raft
-	transport *raft.NetworkTransport
+	transport *heartbeatGate
 	peers     *peerPlane    // the peer plane: raft's stream and peer gRPC
 	closer    io.Closer     // the bbolt store, when the replica opened it
 	checked   *checkedStore // the log and stable store as raft sees them, when the replica opened them
@@ -314,10 +314,10 @@ func (r *Replica) startRaft() error {
 			r.closer.Close()
 		}
 	}
-	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	trans := &heartbeatGate{NetworkTransport: raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  raftStream{r.peers.raftL, r.peers},
 		MaxPool: 5, Timeout: 10 * time.Second, Logger: logbridge.HCLog(r.log, "transport"),
-	})
+	})}
 	if cfg.Bootstrap {
 		has, err := raft.HasExistingState(logStore, stable, snaps)
 		if err != nil {
@@ -595,6 +595,7 @@ func (r *Replica) Close() error {
 		r.signalChange()
 		r.fwd.close()
 		err = r.shutdownRaft()
+		r.transport.shut() // no heartbeat reaches the stores closed below
 		r.peers.close()
 		r.fsm.notices.closeAll()
 		r.fsm.failAll(ErrClosed)

@@ -1,0 +1,55 @@
+package replica
+
+import (
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// heartbeatGate wraps raft's network transport so that Close can wait for
+// the heartbeats being handled. raft handles a heartbeat on the transport's
+// connection goroutine, not on its own: raft.Shutdown does not wait for it,
+// and a heartbeat that passed raft's shutdown check but had not yet stored
+// a newer term reached a closed stable store and panicked the process
+// ("failed to save current term: closed"). Every other RPC goes through
+// raft's main goroutine, which Shutdown does wait for.
+type heartbeatGate struct {
+	*raft.NetworkTransport
+
+	mu     sync.RWMutex // read-held while a heartbeat is handled
+	closed bool
+}
+
+// SetHeartbeatHandler is how raft installs its heartbeat fast path.
+func (g *heartbeatGate) SetHeartbeatHandler(cb func(raft.RPC)) {
+	if cb == nil {
+		g.NetworkTransport.SetHeartbeatHandler(nil)
+		return
+	}
+	g.NetworkTransport.SetHeartbeatHandler(func(rpc raft.RPC) {
+		if !g.enter() {
+			// Unanswered, as raft itself leaves a heartbeat once shut down;
+			// the transport's close ends the wait for the answer.
+			return
+		}
+		defer g.mu.RUnlock()
+		cb(rpc)
+	})
+}
+
+func (g *heartbeatGate) enter() bool {
+	g.mu.RLock()
+	if g.closed {
+		g.mu.RUnlock()
+		return false
+	}
+	return true
+}
+
+// shut waits for the heartbeats being handled and refuses later ones. Call
+// it after raft has shut down and before its stores close.
+func (g *heartbeatGate) shut() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
