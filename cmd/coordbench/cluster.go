@@ -47,6 +47,7 @@ type cluster struct {
 	keyFile  string   // the cluster key every server proves membership with (-cluster-key-file; "": the binary has no such flag)
 	base     int
 	procs    []*proc
+	rebuild  []bool // start server i with -rebuild, once (wipe)
 	admin    []api.AdminClient
 	conns    []*grpc.ClientConn
 	log      io.Writer // progress lines
@@ -139,6 +140,7 @@ func startCluster(ctx context.Context, bin, dir, logLevel string, extra []string
 	c := &cluster{bin: bin, dir: dir, logLevel: logLevel, extra: extra, voters: n, base: base, log: log}
 	n += observers
 	c.procs = make([]*proc, n)
+	c.rebuild = make([]bool, n)
 	c.zkFlag = binaryHasFlag(ctx, bin, "zk-addr")
 	c.pprof = binaryHasFlag(ctx, bin, "pprof")
 	if binaryHasFlag(ctx, bin, "cluster-key-file") {
@@ -234,7 +236,12 @@ func (c *cluster) args(i int) []string {
 
 // start (re)starts server i with its log appended to dir/sI.log.
 func (c *cluster) start(i int) error {
-	p, err := startProc(i, filepath.Join(c.dir, fmt.Sprintf("s%d.log", i)), c.bin, c.args(i)...)
+	args := c.args(i)
+	if c.rebuild[i-1] {
+		args = append(args, "-rebuild")
+		c.rebuild[i-1] = false
+	}
+	p, err := startProc(i, filepath.Join(c.dir, fmt.Sprintf("s%d.log", i)), c.bin, args...)
 	if err != nil {
 		return fmt.Errorf("starting s%d: %w", i, err)
 	}
@@ -245,6 +252,21 @@ func (c *cluster) start(i int) error {
 		zkNote = " zk " + c.zkAddr(i)
 	}
 	fmt.Fprintf(c.log, "# s%d pid %d grpc %s raft %s%s\n", i, cmd.Process.Pid, c.grpcAddr(i), c.raftAddr(i), zkNote)
+	return nil
+}
+
+// wipe deletes stopped server i's data directory (the cluster key is
+// outside it, as an operator provisions it) and has its next start add
+// -rebuild, as docs/deploy.md has a server that lost its raft state start:
+// the leader removes it, adds it back empty and sends it a snapshot.
+func (c *cluster) wipe(i int) error {
+	if c.alive(i) {
+		return fmt.Errorf("wipe: s%d is running", i)
+	}
+	if err := os.RemoveAll(filepath.Join(c.dir, fmt.Sprintf("s%d", i))); err != nil {
+		return err
+	}
+	c.rebuild[i-1] = true
 	return nil
 }
 

@@ -59,6 +59,7 @@ type config struct {
 	failoverTimeout  time.Duration // give up on a round after this long
 	big              int           // -big: znodes to load before the restart rounds
 	bigRounds        int
+	bigWipe          bool
 	freshness        bool // -freshness: how soon other servers show an acknowledged write
 	freshnessWrites  int  // -freshness: acknowledged writes measured
 	scale            int  // -scale: sessions opened at once (scale.go)
@@ -119,6 +120,7 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	fs.DurationVar(&c.failoverTimeout, "failover-timeout", 30*time.Second, "give up on a round when no write succeeds this long after the kill")
 	fs.IntVar(&c.big, "big", 0, "-local, -zookeeper, -protocol zk: load `N` znodes (-data-size data, 20-byte names), report each server's RSS (coord: live heap, raft log, snapshots), then SIGKILL a follower -big-rounds times, start it at once, and time the kill to its first getData; -runs or -workloads given too run after that, against the big tree")
 	fs.IntVar(&c.bigRounds, "big-rounds", 3, "-big: follower kills")
+	fs.BoolVar(&c.bigWipe, "big-wipe", false, "-big: after the kills, SIGKILL a follower once more, delete its state (coord: its data directory, started with -rebuild; ZooKeeper: version-2) and time the kill to its first getData and to its catching up")
 	fs.BoolVar(&c.freshness, "freshness", false, "ZooKeeper's protocol only (-protocol zk or -zookeeper): one session on the leader sets a znode, and right after each ack one session on every follower and observer reads it until it shows the write; report the share of first reads that already show it and the ack-to-visible lag (freshness.go)")
 	fs.IntVar(&c.freshnessWrites, "freshness-writes", 1500, "-freshness: acknowledged writes measured (each is read on every other server)")
 	fs.IntVar(&c.scale, "scale", 0, "-local or -zookeeper: open `N` ZooKeeper-protocol sessions (a light client of this program's own, ~10 KB each) and measure connect rate, memory and idle CPU per session, -scale-watches watches (bytes per watch), fan-out of one change to N watchers, a connect storm after SIGKILL of the leader and the expiry of half the sessions at once (scale.go)")
@@ -251,6 +253,9 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	}
 	if c.big != 0 && (c.big < 1 || c.big > 100_000_000 || started == 0 || c.protocol != "zk" || c.bigRounds < 1 || c.bigRounds > 100) {
 		return c, errors.New("-big N needs 1 <= N <= 100000000, -local or -zookeeper, -protocol zk and -big-rounds 1..100")
+	}
+	if c.bigWipe && c.big == 0 {
+		return c, errors.New("-big-wipe needs -big")
 	}
 	if c.sessionOn != "" && (c.sessionOn != "leader" && c.sessionOn != "follower" || started == 0) {
 		return c, fmt.Errorf("-session-on %q: want leader or follower, with -local or -zookeeper", c.sessionOn)

@@ -23,6 +23,11 @@ type ensemble interface {
 	killAsync(i int) <-chan struct{}
 	// start starts server i again with its data and returns at once.
 	start(i int) error
+	// wipe deletes stopped server i's state, as when its disk is replaced,
+	// so that its next start begins empty and takes the state from the
+	// others, the way that system documents (coord: -rebuild once;
+	// ZooKeeper: start with an empty version-2 directory, myid kept).
+	wipe(i int) error
 	// restart starts server i again with its data and waits until it
 	// serves.
 	restart(ctx context.Context, i int) error

@@ -66,7 +66,9 @@
 // -big N (with -local or -zookeeper and -protocol zk) creates N znodes
 // with 64 sessions × 8 in flight, reports each server's RSS once all have
 // them, then kills a follower with SIGKILL -big-rounds times, starts it at
-// once and times the kill to the first getData it answers (restart.go).
+// once and times the kill to the first getData it answers (restart.go);
+// with -big-wipe, once more with the follower's state deleted before the
+// start, also timed to its catching up.
 //
 // -observers N adds N observers after the voters of -local (coord's raft
 // non-voters, started as `coord local` starts them) or -zookeeper

@@ -28,7 +28,12 @@ type restartRound struct {
 	// server (a session that names only it), of a znode created before
 	// the kill.
 	FirstRead time.Duration `json:"first_read_ns"`
-	Err       string        `json:"error,omitempty"`
+	// Wiped: the server's state was deleted before the start (-big-wipe);
+	// CaughtUp is then SIGKILL → it has applied what the leader had
+	// committed when it answered that first read.
+	Wiped    bool          `json:"wiped,omitempty"`
+	CaughtUp time.Duration `json:"caught_up_ns,omitempty"`
+	Err      string        `json:"error,omitempty"`
 }
 
 // bigResult is the -big measurement.
@@ -38,6 +43,7 @@ type bigResult struct {
 	Failed   uint64         `json:"failed_creates"`
 	Servers  []serverHealth `json:"servers"`
 	Restarts []restartRound `json:"restarts"`
+	Wiped    *restartRound  `json:"wiped,omitempty"` // -big-wipe
 }
 
 // runBig loads n znodes of cfg.dataSize bytes with 64 sessions × 8
@@ -135,7 +141,7 @@ func (b *bench) runBig(ctx context.Context, out io.Writer, n, rounds int) (bigRe
 	last := bigPath(n - 1)
 	fmt.Fprintf(out, "%-5s %-6s %14s  %s\n", "round", "killed", "first-read(ms)", "error")
 	for r := 1; r <= rounds && ctx.Err() == nil; r++ {
-		rr := b.restartRound(ctx, r, last)
+		rr := b.restartRound(ctx, r, last, false)
 		res.Restarts = append(res.Restarts, rr)
 		fmt.Fprintf(out, "%-5d %-6s %14.1f  %s\n", rr.Round, rr.Killed, float64(rr.FirstRead)/float64(time.Millisecond), rr.Err)
 		if rr.Err != "" {
@@ -147,13 +153,23 @@ func (b *bench) runBig(ctx context.Context, out io.Writer, n, rounds int) (bigRe
 		reads = append(reads, rr.FirstRead)
 	}
 	fmt.Fprintf(out, "%-5s %-6s %14.1f\n", "median", "", float64(median(reads))/float64(time.Millisecond))
+	if b.cfg.bigWipe && ctx.Err() == nil {
+		rr := b.restartRound(ctx, 1, last, true)
+		res.Wiped = &rr
+		fmt.Fprintf(out, "# big: %s killed, its state deleted and started again: first getData after %v, caught up after %v %s\n",
+			rr.Killed, rr.FirstRead.Round(time.Millisecond), rr.CaughtUp.Round(time.Millisecond), rr.Err)
+		if rr.Err != "" {
+			b.trouble = true
+		}
+	}
 	return res, ctx.Err()
 }
 
 // restartRound kills a follower (the only server on a one-server
-// cluster), starts it again at once and times the kill to the first
-// getData of path it answers; then waits for it to catch up.
-func (b *bench) restartRound(ctx context.Context, r int, path string) restartRound {
+// cluster), with wipe deletes its state (ensemble.wipe), starts it again
+// at once and times the kill to the first getData of path it answers; then
+// waits for it to catch up.
+func (b *bench) restartRound(ctx context.Context, r int, path string, wipe bool) restartRound {
 	ens := b.ens
 	rr := restartRound{Round: r}
 	leader, err := ens.waitLeader(ctx, 60*time.Second, 0)
@@ -165,6 +181,13 @@ func (b *bench) restartRound(ctx context.Context, r int, path string) restartRou
 	rr.Killed = ens.name(victim)
 	kill := time.Now()
 	<-ens.killAsync(victim)
+	if wipe {
+		rr.Wiped = true
+		if err := ens.wipe(victim); err != nil {
+			rr.Err = err.Error()
+			return rr
+		}
+	}
 	if err := ens.start(victim); err != nil {
 		rr.Err = err.Error()
 		return rr
@@ -204,6 +227,8 @@ func (b *bench) restartRound(ctx context.Context, r int, path string) restartRou
 	}
 	if err != nil {
 		rr.Err = "after the restart: " + err.Error()
+	} else if wipe {
+		rr.CaughtUp = time.Since(kill)
 	}
 	return rr
 }

@@ -140,6 +140,16 @@ func (z *zkEnsemble) start(i int) error {
 	return nil
 }
 
+// wipe deletes stopped server i's transaction logs and snapshots
+// (version-2), keeping myid: started again, it syncs the whole state from
+// the leader (a SNAP), as a ZooKeeper server whose disk was replaced does.
+func (z *zkEnsemble) wipe(i int) error {
+	if z.alive(i) {
+		return fmt.Errorf("wipe: zk%d is running", i)
+	}
+	return os.RemoveAll(filepath.Join(z.dir, fmt.Sprintf("zk%d", i), "version-2"))
+}
+
 func (z *zkEnsemble) size() int         { return len(z.procs) }
 func (z *zkEnsemble) name(i int) string { return fmt.Sprintf("zk%d", i) }
 func (z *zkEnsemble) alive(i int) bool  { return z.procs[i-1] != nil && z.procs[i-1].alive() }
