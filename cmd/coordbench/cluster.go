@@ -45,6 +45,8 @@ type cluster struct {
 	zkFlag   bool     // the binary takes -zk-addr (the ZooKeeper wire protocol port)
 	pprof    bool     // the binary serves /debug/pprof/ only with -pprof (liveHeap reads it)
 	keyFile  string   // the cluster key every server proves membership with (-cluster-key-file; "": the binary has no such flag)
+	super    string   // the superuser's user:password for admin calls ("": the binary has no -super-digest)
+	digest   string   // its -super-digest value
 	base     int
 	procs    []*proc
 	rebuild  []bool // start server i with -rebuild, once (wipe)
@@ -143,6 +145,9 @@ func startCluster(ctx context.Context, bin, dir, logLevel string, extra []string
 	c.rebuild = make([]bool, n)
 	c.zkFlag = binaryHasFlag(ctx, bin, "zk-addr")
 	c.pprof = binaryHasFlag(ctx, bin, "pprof")
+	if binaryHasFlag(ctx, bin, "super-digest") {
+		c.super, c.digest = newSuperUser()
+	}
 	if binaryHasFlag(ctx, bin, "cluster-key-file") {
 		// One key for all: a server with -peers and no key refuses to start.
 		c.keyFile = filepath.Join(dir, "cluster.key")
@@ -224,6 +229,9 @@ func (c *cluster) args(i int) []string {
 	}
 	if c.keyFile != "" {
 		args = append(args, "-cluster-key-file", c.keyFile)
+	}
+	if c.digest != "" {
+		args = append(args, "-super-digest", c.digest)
 	}
 	if i > 1 {
 		args = append(args, "-join", c.gossipAddr(1))

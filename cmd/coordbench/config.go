@@ -60,6 +60,7 @@ type config struct {
 	big              int           // -big: znodes to load before the restart rounds
 	bigRounds        int
 	bigWipe          bool
+	snapshotDuring   bool
 	freshness        bool // -freshness: how soon other servers show an acknowledged write
 	freshnessWrites  int  // -freshness: acknowledged writes measured
 	scale            int  // -scale: sessions opened at once (scale.go)
@@ -120,6 +121,7 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	fs.DurationVar(&c.failoverTimeout, "failover-timeout", 30*time.Second, "give up on a round when no write succeeds this long after the kill")
 	fs.IntVar(&c.big, "big", 0, "-local, -zookeeper, -protocol zk: load `N` znodes (-data-size data, 20-byte names), report each server's RSS (coord: live heap, raft log, snapshots), then SIGKILL a follower -big-rounds times, start it at once, and time the kill to its first getData; -runs or -workloads given too run after that, against the big tree")
 	fs.IntVar(&c.bigRounds, "big-rounds", 3, "-big: follower kills")
+	fs.BoolVar(&c.snapshotDuring, "snapshot-during", false, "-local or -zookeeper: each run (-runs, -workloads) reports the snapshots every server wrote during it; with -local, every coord server is also asked for one (Admin.Snapshot), all at once, a second into the measured window (ZooKeeper writes one every 50,000-100,000 transactions by itself)")
 	fs.BoolVar(&c.bigWipe, "big-wipe", false, "-big: after the kills, SIGKILL a follower once more, delete its state (coord: its data directory, started with -rebuild; ZooKeeper: version-2) and time the kill to its first getData and to its catching up")
 	fs.BoolVar(&c.freshness, "freshness", false, "ZooKeeper's protocol only (-protocol zk or -zookeeper): one session on the leader sets a znode, and right after each ack one session on every follower and observer reads it until it shows the write; report the share of first reads that already show it and the ack-to-visible lag (freshness.go)")
 	fs.IntVar(&c.freshnessWrites, "freshness-writes", 1500, "-freshness: acknowledged writes measured (each is read on every other server)")
@@ -253,6 +255,9 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	}
 	if c.big != 0 && (c.big < 1 || c.big > 100_000_000 || started == 0 || c.protocol != "zk" || c.bigRounds < 1 || c.bigRounds > 100) {
 		return c, errors.New("-big N needs 1 <= N <= 100000000, -local or -zookeeper, -protocol zk and -big-rounds 1..100")
+	}
+	if c.snapshotDuring && started == 0 {
+		return c, errors.New("-snapshot-during needs -local or -zookeeper")
 	}
 	if c.bigWipe && c.big == 0 {
 		return c, errors.New("-big-wipe needs -big")

@@ -79,6 +79,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{[]string{"-local", "2", "-failover"}, ">= 3 voters"},
 		{[]string{"-local", "3", "-failover", "-failover-rounds", "0"}, "-failover-rounds"},
 		{[]string{"-local", "3", "-protocol", "zk", "-big-wipe"}, "-big-wipe needs -big"},
+		{[]string{"-servers", "a:1", "-snapshot-during"}, "-snapshot-during needs -local"},
 		{[]string{"-local", "3", "extra"}, "unexpected argument"},
 		{[]string{"-local", "3", "-nosuchflag"}, "not defined"},
 	} {

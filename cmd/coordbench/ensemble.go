@@ -28,6 +28,11 @@ type ensemble interface {
 	// others, the way that system documents (coord: -rebuild once;
 	// ZooKeeper: start with an empty version-2 directory, myid kept).
 	wipe(i int) error
+	// snapshotCount is how many snapshots server i has written (coord:
+	// since it started; ZooKeeper: the files it keeps); takeSnapshot has it
+	// write one now (coord only). See snapshots.go.
+	snapshotCount(ctx context.Context, i int) int
+	takeSnapshot(ctx context.Context, i int) error
 	// restart starts server i again with its data and waits until it
 	// serves.
 	restart(ctx context.Context, i int) error

@@ -87,6 +87,10 @@
 // watch, fan-out of one change to N watchers, a connect storm after the
 // leader is killed, and half the sessions expiring at once (scale.go).
 //
+// -snapshot-during (with -local or -zookeeper) reports the snapshots each
+// server wrote during each run, and with -local asks every coord server
+// for one a second into the measured window (snapshots.go).
+//
 // -floor N, after everything else, takes N samples each of a durable
 // append and a loopback round trip and prints the least one replicated
 // write can take on this machine (floor.go).
@@ -345,11 +349,18 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 				return out
 			}
 			before := scrape()
+			var snaps *snapshotWatch
+			if cfg.snapshotDuring {
+				snaps = watchSnapshots(ctx, ens, localCluster != nil, cfg.warmup+time.Second)
+			}
 			res, err := b.runOne(ctx, r.workload, r.sessions, r.inflight)
 			if err != nil {
 				return fail(fmt.Errorf("%s with %d sessions × %d: %w", r.workload, r.sessions, r.inflight, err))
 			}
 			printRun(stdout, res)
+			if snaps != nil {
+				snaps.report(ctx, stdout)
+			}
 			if len(stageAddrs) > 0 {
 				names := make([]string, len(stageAddrs))
 				for i := range names {
