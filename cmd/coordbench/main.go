@@ -89,7 +89,8 @@
 //
 // -snapshot-during (with -local or -zookeeper) reports the snapshots each
 // server wrote during each run, and with -local asks every coord server
-// for one a second into the measured window (snapshots.go).
+// for one a second into the measured window (snapshots.go); of several
+// runs, the first is a baseline in which it asks for none.
 //
 // -floor N, after everything else, takes N samples each of a durable
 // append and a loopback round trip and prints the least one replicated
@@ -308,7 +309,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		}
 	}
 	header := ""
-	for _, r := range cfg.runs {
+	for runIdx, r := range cfg.runs {
 		if r.workload == "watch" {
 			if header != "watch" {
 				printWatchHeader(stdout)
@@ -351,7 +352,9 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			before := scrape()
 			var snaps *snapshotWatch
 			if cfg.snapshotDuring {
-				snaps = watchSnapshots(ctx, ens, localCluster != nil, cfg.warmup+time.Second)
+				// With several runs the first is the baseline: no snapshot asked for.
+				ask := localCluster != nil && (runIdx > 0 || len(cfg.runs) == 1)
+				snaps = watchSnapshots(ctx, ens, ask, cfg.warmup+time.Second)
 			}
 			res, err := b.runOne(ctx, r.workload, r.sessions, r.inflight)
 			if err != nil {
