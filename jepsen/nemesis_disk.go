@@ -272,10 +272,10 @@ func (n *diskSlowNemesis) Inject(ctx context.Context, c *Cluster, r *rand.Rand) 
 	return desc + "; probe: " + d.probe(true), nil
 }
 
-// probe times 5 synchronous 4 KiB writes on the node's filesystem, from
+// probe times 10 synchronous 4 KiB writes on the node's filesystem, from
 // inside the throttled cgroup or outside it.
 func (d *nodeDisk) probe(inCgroup bool) string {
-	script := "exec dd if=/dev/zero of=" + filepath.Join(d.mnt, "jepsen-probe") + " bs=4k count=5 oflag=dsync"
+	script := "exec dd if=/dev/zero of=" + filepath.Join(d.mnt, "jepsen-probe") + " bs=4k count=10 oflag=dsync"
 	if inCgroup {
 		script = "echo $$ > " + filepath.Join(d.cgroup, "cgroup.procs") + "; " + script
 	}
@@ -286,7 +286,7 @@ func (d *nodeDisk) probe(inCgroup bool) string {
 	if err != nil {
 		return fmt.Sprintf("dd: %v: %s", err, out)
 	}
-	return fmt.Sprintf("5 dsync writes of 4 KiB took %v", took)
+	return fmt.Sprintf("10 dsync writes of 4 KiB took %v", took)
 }
 
 func (n *diskSlowNemesis) Heal(ctx context.Context, c *Cluster) error {

@@ -53,11 +53,11 @@ func TestNemeses(t *testing.T) {
 		{nemesis: "membership", evidence: `members s1:voter s2:voter s3:voter -> .*; healed: members after heal s1:voter s2:voter s3:voter$`,
 			all: []string{`-> s1:voter s2:voter s3:voter s4\S*:observer;`, `remove voter s\d .*-> s\d:voter s\d:voter;`, `new leader s\d`}},
 		{nemesis: "disk-full", root: true, evidence: `probe write: .*no space left on device.*; healed: s3 (kept running|exited)`},
-		{nemesis: "disk-slow", root: true, evidence: `probe: 5 dsync writes of 4 KiB took (\S+); healed: throttled writes served: \S+ Write [1-9]`,
+		{nemesis: "disk-slow", root: true, evidence: `probe: 10 dsync writes of 4 KiB took (\S+); healed: throttled writes served: \S+ Write [1-9]`,
 			check: func(t *testing.T, desc string) {
-				m := regexp.MustCompile(`probe: 5 dsync writes of 4 KiB took ([0-9.]+[mµn]?s)`).FindStringSubmatch(desc)
+				m := regexp.MustCompile(`probe: 10 dsync writes of 4 KiB took ([0-9.]+[mµn]?s)`).FindStringSubmatch(desc)
 				if d, _ := time.ParseDuration(m[1]); d < 100*time.Millisecond {
-					t.Errorf("5 throttled dsync writes took only %v", d)
+					t.Errorf("10 throttled dsync writes took only %v", d)
 				}
 			}},
 		{nemesis: "power-loss", root: true, power: true, evidence: `^power off s\d \(1 of 3 servers\); s\d lost [1-9]\d* unsynced changes \[.*write of wal/`},
