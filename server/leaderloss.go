@@ -191,13 +191,27 @@ func (s *Server) leaderLossLoop() {
 		if state == waiting {
 			since = slog.Duration("since_start", now.Sub(s.started).Round(time.Millisecond))
 		}
-		for _, c := range s.sess.Conns() {
-			if c.ReadOnly() || age <= s.leaderLossBound(c.Timeout()) {
-				continue
-			}
-			s.log.Info("closing a client connection: no contact with a leader", "session", fmt.Sprintf("0x%x", c.ID()), since)
-			s.metrics.leaderLossDrops.Inc()
-			c.Shut(errLeaderLost)
+		s.dropUnserved(age, since)
+	}
+}
+
+// dropUnserved closes the connections whose bound the contact age age has
+// passed. age was read before the connections are listed: a connection
+// made meanwhile may have been accepted because the server heard from a
+// leader (or became one) since, so the age is read again before each
+// close. CI once saw a one-server cluster close a session it had just
+// opened: the loop read "no leader yet" just before the election, and the
+// session it then listed was made after.
+func (s *Server) dropUnserved(age time.Duration, since slog.Attr) {
+	for _, c := range s.sess.Conns() {
+		if c.ReadOnly() || age <= s.leaderLossBound(c.Timeout()) {
+			continue
 		}
+		if now := s.leaderContactAge(time.Now()); now <= s.leaderLossBound(c.Timeout()) {
+			continue
+		}
+		s.log.Info("closing a client connection: no contact with a leader", "session", fmt.Sprintf("0x%x", c.ID()), since)
+		s.metrics.leaderLossDrops.Inc()
+		c.Shut(errLeaderLost)
 	}
 }

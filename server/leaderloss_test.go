@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -248,4 +250,19 @@ func TestElectionDropsNoOne(t *testing.T) {
 			t.Errorf("%s dropped %v connections", s.ID(), n)
 		}
 	}
+}
+
+// The loop reads the contact age, then lists the connections: one made in
+// between (the server became leader, or heard from one, meanwhile) is not
+// closed on the stale age. CI once saw a one-server cluster close the
+// session a test had just opened.
+func TestLeaderLossStaleAgeDropsNoNewSession(t *testing.T) {
+	t.Parallel()
+	c := NewTestCluster(t, 1, 0)
+	srv := c.Servers[0]
+	s := newSession(t, srv.GRPCAddr())
+	mustOK(t, s.create("/before", "", vocab.ModePersistent))
+	// The age as the loop read it before the election: no leader ever.
+	srv.dropUnserved(math.MaxInt64, slog.Duration("since_start", 0))
+	mustOK(t, s.create("/after", "", vocab.ModePersistent))
 }
