@@ -305,6 +305,12 @@ func (s *Server) reconcileMembers(joiner *Member) {
 			return
 		}
 	}
+	if !s.rep.Settled() {
+		// Which non-voters are participants is in /zookeeper/config, which
+		// a new leader may not have applied yet: an observer a reconfig
+		// added must not be promoted on the text from before it.
+		return
+	}
 	s.mu.Lock()
 	members := make([]Member, 0, len(s.members))
 	for _, m := range s.members {

@@ -28,8 +28,10 @@ type Config struct {
 // leader's Admin service (reached by Leader and PeerConn), not through
 // this interface.
 type Replica interface {
-	Addr() string                             // this server's raft address
-	IsLeader() bool                           // whether this server leads now
+	Addr() string // this server's raft address
+	// Settled: this server leads and has applied every entry logged
+	// before it began to (its /zookeeper/config is the cluster's latest).
+	Settled() bool
 	Configuration() ([]replica.Member, error) // raft's configuration
 	View() *fsm.View                          // the state machine now
 	// Leader waits up to ctx for a leader and names it; PeerConn is the

@@ -404,7 +404,7 @@ func (k *Keeper) Reconcile() {
 		return
 	}
 	defer k.busy.Store(false)
-	if !k.rep.IsLeader() {
+	if !k.rep.Settled() {
 		return
 	}
 	servers, err := k.rep.Configuration()

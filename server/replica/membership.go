@@ -68,6 +68,28 @@ func (r *Replica) Term() uint64 { return r.raft.CurrentTerm() }
 // CommitIndex is the raft commit index as this server knows it.
 func (r *Replica) CommitIndex() uint64 { return r.raft.CommitIndex() }
 
+// Settled reports whether this server leads and has applied every entry
+// logged before it began to: a new leader applies its predecessors'
+// entries only once an entry of its own term commits, and until then its
+// state (/zookeeper/config's roles, say) may be older than what the
+// cluster already decided. A leader's decisions read from that state wait
+// for Settled.
+func (r *Replica) Settled() bool {
+	if r.raft.State() != raft.Leader {
+		return false
+	}
+	term := r.raft.CurrentTerm()
+	r.settleMu.Lock()
+	if r.settleTerm != term {
+		// Read after the term: every entry of an earlier term is at or
+		// below the last index now.
+		r.settleTerm, r.settleFrom = term, r.raft.LastIndex()
+	}
+	from := r.settleFrom
+	r.settleMu.Unlock()
+	return r.Applied() >= from
+}
+
 // LastContact is when this server last heard from a leader.
 func (r *Replica) LastContact() time.Time { return r.raft.LastContact() }
 

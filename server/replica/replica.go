@@ -135,6 +135,11 @@ type Replica struct {
 	// noticesUp: this follower reads a leader's commit notices; its
 	// Commits stream, which would carry the same positions, is closed.
 	noticesUp atomic.Bool
+	// settle: the term this server last saw itself lead in and its last
+	// log index then (Settled).
+	settleMu   sync.Mutex
+	settleTerm uint64
+	settleFrom uint64
 
 	changeMu sync.Mutex
 	changeCh chan struct{} // closed and replaced on every change (Changed)
