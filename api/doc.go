@@ -1,7 +1,9 @@
 // Package api holds coord's protobuf messages and gRPC services, generated
 // from coord.proto, and (vocab.go) the one mapping of its Stat and ACL
 // records to and from the shared vocabulary's types, which the server's
-// front ends and the client both use. It has no other logic. The generated
+// front ends and the client both use, and (admin.go) the metadata key an
+// Admin call carries the superuser's credential under. It has no other
+// logic. The generated
 // files are checked in so that a build needs neither protoc nor its plugins.
 //
 // To regenerate (Debian's protobuf-compiler, and the plugins from

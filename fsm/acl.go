@@ -2,8 +2,6 @@ package fsm
 
 import (
 	"coord/vocab"
-	"crypto/sha1"
-	"encoding/base64"
 	"encoding/binary"
 	"math"
 	"strings"
@@ -97,17 +95,6 @@ func idMatches(scheme, callerID, aclID string) bool {
 	return callerID == aclID
 }
 
-// DigestID returns the digest-scheme id ZooKeeper derives for user and
-// password: user + ":" + base64(sha1(user + ":" + password)), the form used
-// in "digest" ACL entries and in the super-user digest setting. For example
-// DigestID("super", "test") is "super:D/InIHSb7yEEbrWz8b9l71RjZJU=". Like
-// ZooKeeper's generateDigest it works on the joined string, so a user name
-// containing ':' is cut at its first ':' (the hash still covers all of it),
-// exactly as the server would for a client authenticating with them.
-func DigestID(user, password string) string {
-	return digestOf(user + ":" + password)
-}
-
 // ParseAuthDigest turns the payload of a "digest" auth packet (the bytes
 // "user:password") into the caller's identity Id{"digest", "user:hash"}.
 // ZooKeeper accepts any payload: without a ':' the whole payload is the user
@@ -121,15 +108,7 @@ func ParseAuthDigest(auth string) (vocab.Id, error) {
 	if !utf8.ValidString(auth) {
 		return vocab.Id{}, errf(vocab.AuthFailed, "", "")
 	}
-	return vocab.Id{Scheme: schemeDigest, ID: digestOf(auth)}, nil
-}
-
-func digestOf(userPassword string) string {
-	user, _, _ := strings.Cut(userPassword, ":")
-	sum := sha1.Sum([]byte(userPassword))
-	var enc [28]byte // base64 of 20 bytes
-	base64.StdEncoding.Encode(enc[:], sum[:])
-	return user + ":" + string(enc[:])
+	return vocab.Id{Scheme: schemeDigest, ID: vocab.Digest(auth)}, nil
 }
 
 // FixupACL validates the ACL of a create or setACL request and expands it

@@ -16,8 +16,8 @@ import (
 // IPAuthenticationProvider as of ZooKeeper 3.9.5 (the first with IPv6).
 
 var (
-	bobDigest   = "bob:fyVmFCwVbTJYrznoSu1koqYEYF0=" // DigestID("bob", "secret")
-	aliceDigest = DigestID("alice", "wonderland")
+	bobDigest   = "bob:fyVmFCwVbTJYrznoSu1koqYEYF0=" // vocab.DigestID("bob", "secret")
+	aliceDigest = vocab.DigestID("alice", "wonderland")
 	bob         = vocab.Id{Scheme: "digest", ID: bobDigest}
 	alice       = vocab.Id{Scheme: "digest", ID: aliceDigest}
 	superID     = vocab.Id{Scheme: "super", ID: ""}
@@ -125,26 +125,6 @@ func TestCheckACLNoAlloc(t *testing.T) {
 	}
 }
 
-func TestDigestID(t *testing.T) {
-	tests := []struct{ user, password, want string }{
-		// From ZooKeeper's administrator guide (super user digest).
-		{"super", "test", "super:D/InIHSb7yEEbrWz8b9l71RjZJU="},
-		{"bob", "secret", "bob:fyVmFCwVbTJYrznoSu1koqYEYF0="},
-		{"zk", "zk", "zk:wv1gAVH8RiWIJUyaveCTg5AdOP0="},
-		{"üser", "pässword", "üser:S/LHSCEmmE6GVxI+xd586A6+JlE="},
-		{"user", "", "user:kd7q5xGKLW+18xQTfO8iqRaFvsM="},
-		{"", "pw", ":krPDEYdCl854cFNT6IXnoMv+VVA="},
-		// The name is cut at its first ':'; the hash covers "a:b:c".
-		{"a:b", "c", "a:cLzgnoJ6mP5qz3w+mwvPE2vDgu0="},
-		{"a", "b:c", "a:cLzgnoJ6mP5qz3w+mwvPE2vDgu0="},
-	}
-	for _, tc := range tests {
-		if got := DigestID(tc.user, tc.password); got != tc.want {
-			t.Errorf("DigestID(%q, %q) = %q, want %q", tc.user, tc.password, got, tc.want)
-		}
-	}
-}
-
 func TestParseAuthDigest(t *testing.T) {
 	tests := []struct {
 		auth string
@@ -171,8 +151,8 @@ func TestParseAuthDigest(t *testing.T) {
 	}
 	for _, up := range [][2]string{{"bob", "secret"}, {"a:b", "c"}, {"", ""}} {
 		id, err := ParseAuthDigest(up[0] + ":" + up[1])
-		if err != nil || id.ID != DigestID(up[0], up[1]) {
-			t.Errorf("ParseAuthDigest and DigestID disagree on %q", up)
+		if err != nil || id.ID != vocab.DigestID(up[0], up[1]) {
+			t.Errorf("ParseAuthDigest and vocab.DigestID disagree on %q", up)
 		}
 	}
 }

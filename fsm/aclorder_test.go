@@ -18,7 +18,7 @@ import (
 func zkUsers(users []string) []vocab.Id {
 	ids := []vocab.Id{{Scheme: "ip", ID: "127.0.0.1"}}
 	for _, u := range users {
-		ids = append(ids, vocab.Id{Scheme: "digest", ID: DigestID(u, "pw")})
+		ids = append(ids, vocab.Id{Scheme: "digest", ID: vocab.DigestID(u, "pw")})
 	}
 	return ids
 }
@@ -135,18 +135,18 @@ func TestJavaStringHash(t *testing.T) {
 
 // What ZooKeeper 3.8.0 stored for each request (checked with getACL).
 func TestFixupACLKeepsZooKeeperOrder(t *testing.T) {
-	zed, amy := acl1(vocab.PermAll, "digest", DigestID("zed", "z")), acl1(vocab.PermRead|vocab.PermWrite, "digest", DigestID("amy", "a"))
+	zed, amy := acl1(vocab.PermAll, "digest", vocab.DigestID("zed", "z")), acl1(vocab.PermRead|vocab.PermWrite, "digest", vocab.DigestID("amy", "a"))
 	wr, ww := acl1(vocab.PermRead, "world", "anyone"), acl1(vocab.PermWrite, "world", "anyone")
 	net8, host := acl1(vocab.PermRead, "ip", "10.0.0.0/8"), acl1(vocab.PermRead, "ip", "1.2.3.4")
 	ids := zkUsers(strings.Fields("u5 u1 u9 u3 carol alice bob"))
 	expanded := func(p vocab.Perm) []vocab.ACL { // bob u9 u3 carol u5 u1 alice
 		var out []vocab.ACL
 		for _, u := range strings.Fields("bob u9 u3 carol u5 u1 alice") {
-			out = append(out, acl1(p, "digest", DigestID(u, "pw")))
+			out = append(out, acl1(p, "digest", vocab.DigestID(u, "pw")))
 		}
 		return out
 	}
-	u1 := acl1(vocab.PermAll, "digest", DigestID("u1", "pw"))
+	u1 := acl1(vocab.PermAll, "digest", vocab.DigestID("u1", "pw"))
 	tests := []struct {
 		name      string
 		acl, want []vocab.ACL
@@ -174,14 +174,14 @@ func TestFixupACLKeepsZooKeeperOrder(t *testing.T) {
 // ACLs, and what getACL must show on each node afterwards (as ZooKeeper
 // 3.8.0 showed it).
 func orderCommands() ([]Command, map[string][]vocab.ACL) {
-	zed, amy := acl1(vocab.PermAll, "digest", DigestID("zed", "z")), acl1(vocab.PermRead|vocab.PermWrite, "digest", DigestID("amy", "a"))
+	zed, amy := acl1(vocab.PermAll, "digest", vocab.DigestID("zed", "z")), acl1(vocab.PermRead|vocab.PermWrite, "digest", vocab.DigestID("amy", "a"))
 	wr, ww := acl1(vocab.PermRead, "world", "anyone"), acl1(vocab.PermWrite, "world", "anyone")
 	net8, host := acl1(vocab.PermRead, "ip", "10.0.0.0/8"), acl1(vocab.PermRead, "ip", "1.2.3.4")
 	auth := acl1(vocab.PermAll, "auth", "")
 	ids := zkUsers(strings.Fields("u5 u1 u9 u3 carol alice bob"))
 	var exp []vocab.ACL
 	for _, u := range strings.Fields("bob u9 u3 carol u5 u1 alice") {
-		exp = append(exp, acl1(vocab.PermAll, "digest", DigestID(u, "pw")))
+		exp = append(exp, acl1(vocab.PermAll, "digest", vocab.DigestID(u, "pw")))
 	}
 	withAuth := func(c Command) Command { c.Auth = ids; return c }
 	cmds := []Command{
@@ -278,7 +278,7 @@ func TestACLOrderApplySnapshot(t *testing.T) {
 // An ACL record lists its entries in stored order, and restore keeps it
 // (here in a hand-built format 1 stream).
 func TestRestoreKeepsACLOrder(t *testing.T) {
-	zed, wr := acl1(vocab.PermAll, "digest", DigestID("zed", "z")), acl1(vocab.PermRead, "world", "anyone")
+	zed, wr := acl1(vocab.PermAll, "digest", vocab.DigestID("zed", "z")), acl1(vocab.PermRead, "world", "anyone")
 	s := (&snapBuilder{}).header(1, 2, 1, 2, 0).acl(vocab.OpenACLUnsafe...).node("", 0, snapFields{}, nil, 1)
 	s.acl(zed, wr).node("n", 1, snapFields{2, 2, 2}, nil, 0).end()
 	g := New()

@@ -643,8 +643,8 @@ type cmdGen struct {
 }
 
 var (
-	digAlice = vocab.Id{Scheme: "digest", ID: DigestID("alice", "pw")}
-	digBob   = vocab.Id{Scheme: "digest", ID: DigestID("bob", "pw")}
+	digAlice = vocab.Id{Scheme: "digest", ID: vocab.DigestID("alice", "pw")}
+	digBob   = vocab.Id{Scheme: "digest", ID: vocab.DigestID("bob", "pw")}
 )
 
 func newCmdGen(seed uint64, m *refModel) *cmdGen {

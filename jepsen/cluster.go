@@ -3,8 +3,8 @@ package jepsen
 import (
 	"context"
 	"coord/internal/freeport"
+	"coord/vocab"
 	"crypto/rand"
-	"crypto/sha1"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -169,7 +169,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 			"-raft-addr", raftAddr, "-grpc-addr", nd.grpc, "-zk-addr", nd.zk, "-http-addr", nd.http,
 			"-gossip-addr", "", "-tick", "200ms", "-min-session-timeout", "400ms", "-max-session-timeout", "20s",
 			"-raft-timeout", "300ms", "-peers", strings.Join(peers, ";"), "-cluster-key-file", c.keyFile,
-			"-super-digest", adminDigest(),
+			"-super-digest", vocab.Digest(adminUserPassword),
 			// A snapshot every half to one MiB of log: under the runs'
 			// load the servers write snapshots and compact their logs
 			// every few seconds, so the faults meet them.
@@ -207,21 +207,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 // (add, remove, move leader) send it, and every server has it as its
 // -super-digest. Not a secret: the servers listen on loopback or in the
 // lab's namespaces.
-const (
-	adminUserPassword = "jepsen:jepsen-admin"
-	// adminDigestMetadata is the gRPC metadata key an Admin call sends
-	// user:password under (server.AdminDigestMetadata; jepsen does not
-	// import coord/server).
-	adminDigestMetadata = "coord-admin-digest"
-)
-
-// adminDigest is adminUserPassword's digest id (ZooKeeper's
-// user:base64(sha1(user:password))), the servers' -super-digest.
-func adminDigest() string {
-	user, _, _ := strings.Cut(adminUserPassword, ":")
-	sum := sha1.Sum([]byte(adminUserPassword))
-	return user + ":" + base64.StdEncoding.EncodeToString(sum[:])
-}
+const adminUserPassword = "jepsen:jepsen-admin"
 
 // writeClusterKey writes a new cluster key to path as `coord keygen -o`
 // does (base64 of 32 random bytes, mode 0600), or keeps the one there (a

@@ -19,6 +19,7 @@ import (
 
 	"coord/api"
 	"coord/internal/freeport"
+	"coord/vocab"
 )
 
 // membershipNemesis changes the raft configuration under load through
@@ -224,7 +225,7 @@ func (c *Cluster) adminAt(ctx context.Context, i int, f func(context.Context, ap
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	// Adding, removing and moving the leader need an admin identity.
-	cctx = metadata.AppendToOutgoingContext(cctx, adminDigestMetadata, adminUserPassword)
+	cctx = metadata.AppendToOutgoingContext(cctx, api.AdminDigestMetadata, adminUserPassword)
 	return f(cctx, api.NewAdminClient(cc))
 }
 
@@ -301,7 +302,7 @@ func (c *Cluster) newExtraNode(seq int) (*node, error) {
 		"-raft-addr", nd.raft, "-grpc-addr", nd.grpc, "-zk-addr", nd.zk, "-http-addr", nd.http,
 		"-gossip-addr", "", "-tick", "200ms", "-min-session-timeout", "400ms", "-max-session-timeout", "20s",
 		"-raft-timeout", "300ms", "-peers", strings.Join(peers, ";"), "-observer", "-bootstrap=false",
-		"-cluster-key-file", c.keyFile, "-super-digest", adminDigest()}
+		"-cluster-key-file", c.keyFile, "-super-digest", vocab.Digest(adminUserPassword)}
 	nd.args = append(nd.args, c.cfg.Args...)
 	if err := os.MkdirAll(nd.dir, 0o755); err != nil {
 		return nil, err

@@ -41,14 +41,9 @@ type adminService struct {
 	caller string
 }
 
-// AdminDigestMetadata is the gRPC metadata key under which an Admin call
-// sends the superuser's "user:password" (coordctl's --user): the caller is
-// an admin identity if its digest is Config.SuperDigest.
-const AdminDigestMetadata = "coord-admin-digest"
-
 // authorize lets an Admin call named what go on if the caller is an admin
 // identity: a member on the peer plane; a caller that sends the superuser's
-// user and password (AdminDigestMetadata, checked against
+// user and password (api.AdminDigestMetadata, checked against
 // Config.SuperDigest in constant time); or a caller whose verified client
 // certificate's x509 identity is in Config.AdminX509. Otherwise it answers
 // Unauthenticated if the caller sent no credentials, PermissionDenied if
@@ -68,11 +63,11 @@ func (a *adminService) authorize(ctx context.Context, what string) error {
 	var why []string
 	var given []string
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		given = md.Get(AdminDigestMetadata)
+		given = md.Get(api.AdminDigestMetadata)
 	}
 	switch {
 	case len(given) > 1:
-		why = append(why, "more than one "+AdminDigestMetadata+" was sent")
+		why = append(why, "more than one "+api.AdminDigestMetadata+" was sent")
 	case len(given) == 1:
 		user, _, _ := strings.Cut(given[0], ":")
 		switch {
@@ -109,7 +104,7 @@ func (a *adminService) who(ctx context.Context) string {
 		return "peer:"
 	}
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		if given := md.Get(AdminDigestMetadata); len(given) == 1 && superDigestMatches(given[0], a.s.cfg.SuperDigest) {
+		if given := md.Get(api.AdminDigestMetadata); len(given) == 1 && superDigestMatches(given[0], a.s.cfg.SuperDigest) {
 			user, _, _ := strings.Cut(given[0], ":")
 			return user
 		}

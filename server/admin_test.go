@@ -49,7 +49,7 @@ const testAdminUser, testAdminPassword = "super", "admin-test"
 
 // withAdmin makes the superuser super:admin-test an admin identity of a
 // test server.
-func withAdmin(cfg *Config) { cfg.SuperDigest = fsm.DigestID(testAdminUser, testAdminPassword) }
+func withAdmin(cfg *Config) { cfg.SuperDigest = vocab.DigestID(testAdminUser, testAdminPassword) }
 
 // adminClient is an Admin client that sends the test superuser's user and
 // password on every call.
@@ -65,7 +65,7 @@ func adminClientAs(t *testing.T, addr string, creds credentials.TransportCredent
 	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
 	if userPassword != "" {
 		md := func(ctx context.Context) context.Context {
-			return metadata.AppendToOutgoingContext(ctx, AdminDigestMetadata, userPassword)
+			return metadata.AppendToOutgoingContext(ctx, api.AdminDigestMetadata, userPassword)
 		}
 		opts = append(opts,
 			grpc.WithUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, o ...grpc.CallOption) error {

@@ -1,5 +1,11 @@
 package vocab
 
+import (
+	"crypto/sha1"
+	"encoding/base64"
+	"strings"
+)
+
 // Perm is a set of ZooKeeper ACL permission bits.
 type Perm int32
 
@@ -34,3 +40,26 @@ var (
 	CreatorAllACL = []ACL{{Perms: PermAll, ID: AuthIDs}}
 	ReadACLUnsafe = []ACL{{Perms: PermRead, ID: AnyoneID}}
 )
+
+// DigestID returns the digest-scheme id ZooKeeper derives for user and
+// password: user + ":" + base64(sha1(user + ":" + password)), the form used
+// in "digest" ACL entries and in the super-user digest setting. For example
+// DigestID("super", "test") is "super:D/InIHSb7yEEbrWz8b9l71RjZJU=". Like
+// ZooKeeper's generateDigest it works on the joined string, so a user name
+// containing ':' is cut at its first ':' (the hash still covers all of it),
+// exactly as the server would for a client authenticating with them.
+func DigestID(user, password string) string {
+	return Digest(user + ":" + password)
+}
+
+// Digest is the digest-scheme id of a "user:password" credential (a
+// digest auth packet's payload, coordctl's --user): the user part up to
+// the first ':', then ':' and base64(sha1(credential)). A credential
+// without ':' is all user name, and the hash covers it alone.
+func Digest(credential string) string {
+	user, _, _ := strings.Cut(credential, ":")
+	sum := sha1.Sum([]byte(credential))
+	var enc [28]byte // base64 of 20 bytes
+	base64.StdEncoding.Encode(enc[:], sum[:])
+	return user + ":" + string(enc[:])
+}

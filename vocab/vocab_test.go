@@ -129,3 +129,23 @@ func TestEventAndStateNames(t *testing.T) {
 		}
 	}
 }
+
+func TestDigestID(t *testing.T) {
+	tests := []struct{ user, password, want string }{
+		// From ZooKeeper's administrator guide (super user digest).
+		{"super", "test", "super:D/InIHSb7yEEbrWz8b9l71RjZJU="},
+		{"bob", "secret", "bob:fyVmFCwVbTJYrznoSu1koqYEYF0="},
+		{"zk", "zk", "zk:wv1gAVH8RiWIJUyaveCTg5AdOP0="},
+		{"üser", "pässword", "üser:S/LHSCEmmE6GVxI+xd586A6+JlE="},
+		{"user", "", "user:kd7q5xGKLW+18xQTfO8iqRaFvsM="},
+		{"", "pw", ":krPDEYdCl854cFNT6IXnoMv+VVA="},
+		// The name is cut at its first ':'; the hash covers "a:b:c".
+		{"a:b", "c", "a:cLzgnoJ6mP5qz3w+mwvPE2vDgu0="},
+		{"a", "b:c", "a:cLzgnoJ6mP5qz3w+mwvPE2vDgu0="},
+	}
+	for _, tc := range tests {
+		if got := DigestID(tc.user, tc.password); got != tc.want {
+			t.Errorf("DigestID(%q, %q) = %q, want %q", tc.user, tc.password, got, tc.want)
+		}
+	}
+}

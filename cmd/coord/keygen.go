@@ -9,8 +9,8 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"coord/fsm"
 	"coord/server"
+	"coord/vocab"
 )
 
 // runKeygen is `coord keygen [-o FILE]`: it writes a new cluster key (the
@@ -82,7 +82,7 @@ func runDigest(args []string) int {
 		fmt.Fprintln(os.Stderr, "usage: coord digest USER:PASSWORD")
 		return 2
 	}
-	fmt.Println(fsm.DigestID(user, password))
+	fmt.Println(vocab.DigestID(user, password))
 	return 0
 }
 

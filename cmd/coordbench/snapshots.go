@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha1"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -17,6 +15,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"coord/api"
+	"coord/vocab"
 )
 
 // -snapshot-during: what a run costs while the servers write snapshots.
@@ -28,18 +27,13 @@ import (
 // coord server for one (Admin.Snapshot), all at once, a second into the
 // measured window: the worst case, the three writing together.
 
-// adminDigestMetadata is the gRPC metadata key of an admin call's
-// user:password (server.AdminDigestMetadata).
-const adminDigestMetadata = "coord-admin-digest"
-
 // newSuperUser makes the superuser coordbench starts its coord servers
 // with: "coordbench:<random password>" and its -super-digest value.
 func newSuperUser() (userPassword, digest string) {
 	b := make([]byte, 12)
 	rand.Read(b)
 	userPassword = "coordbench:" + hex.EncodeToString(b)
-	sum := sha1.Sum([]byte(userPassword))
-	return userPassword, "coordbench:" + base64.StdEncoding.EncodeToString(sum[:])
+	return userPassword, vocab.Digest(userPassword)
 }
 
 // takeSnapshot asks server i for a snapshot now and waits until it is
@@ -48,7 +42,7 @@ func (c *cluster) takeSnapshot(ctx context.Context, i int) error {
 	if c.super == "" {
 		return errors.New("this coord binary has no -super-digest: no admin call")
 	}
-	ctx = metadata.AppendToOutgoingContext(ctx, adminDigestMetadata, c.super)
+	ctx = metadata.AppendToOutgoingContext(ctx, api.AdminDigestMetadata, c.super)
 	_, err := c.admin[i-1].Snapshot(ctx, &api.SnapshotRequest{})
 	return err
 }

@@ -101,10 +101,6 @@ func (g *globals) dialAdmin(addr string) (*admin, error) {
 
 func (a *admin) Close() { a.cc.Close() }
 
-// adminDigestMetadata is the metadata key of the superuser's user:password
-// on Admin calls (server.AdminDigestMetadata).
-const adminDigestMetadata = "coord-admin-digest"
-
 // adminUnary and adminStream send --user as the admin digest on every
 // Admin call and turn the server's refusals into errors that say which
 // credential is missing or wrong.
@@ -145,7 +141,7 @@ func (g *globals) adminContext(ctx context.Context) (context.Context, error) {
 			return ctx, usageError{errors.New("--user: an admin call sends user:password as gRPC metadata, which takes printable ASCII only")}
 		}
 	}
-	return metadata.AppendToOutgoingContext(ctx, adminDigestMetadata, g.user), nil
+	return metadata.AppendToOutgoingContext(ctx, api.AdminDigestMetadata, g.user), nil
 }
 
 // authHint rewrites an Admin refusal (Unauthenticated: no admin identity

@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"coord/client"
-	"coord/fsm"
 	"coord/vocab"
 )
 
@@ -36,7 +35,7 @@ func (g *globals) importNodes(ctx context.Context, c *client.Conn, ops []client.
 	if g.user != "" {
 		user, pass, _ := strings.Cut(g.user, ":")
 		temp = vocab.CreatorAllACL // auth: this session's digest identity
-		mine = append(mine, vocab.Id{Scheme: "digest", ID: fsm.DigestID(user, pass)})
+		mine = append(mine, vocab.Id{Scheme: "digest", ID: vocab.DigestID(user, pass)})
 	}
 	final := map[string][]vocab.ACL{}
 	for i, op := range ops {

@@ -1,11 +1,10 @@
 package main
 
 import (
+	"coord/vocab"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"coord/fsm"
 )
 
 // A subtree whose nodes' ACLs deny what the import needs (CREATE for the
@@ -26,7 +25,7 @@ func TestImportRestrictiveACL(t *testing.T) {
 	}
 	cleanup()
 	t.Cleanup(cleanup)
-	other := "digest:" + fsm.DigestID("other", "pw")
+	other := "digest:" + vocab.DigestID("other", "pw")
 	mustRun(t, s, "create", "/acl", "top")
 	mustRun(t, s, "create", "-p", "/acl/ro/open", "o")
 	mustRun(t, s, "create", "/acl/ro/c-only", "c")

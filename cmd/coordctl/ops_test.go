@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"coord/client"
-	"coord/fsm"
 	"coord/vocab"
 )
 
@@ -24,7 +23,7 @@ import (
 // add-observer, promote, remove, move-leader) pass --user ctlAdminUser.
 const ctlAdminUser = "super:ctl-admin"
 
-var ctlAdminDigest = fsm.DigestID("super", "ctl-admin")
+var ctlAdminDigest = vocab.DigestID("super", "ctl-admin")
 
 // Issue 26: the admin commands need an admin identity. Without one, or
 // with a wrong password, each fails with exit 8 and a line that says which

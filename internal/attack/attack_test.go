@@ -300,7 +300,7 @@ func (c *cluster) dialGRPC(addr string) *grpc.ClientConn {
 
 // superCtx carries the superuser's admin credentials.
 func superCtx(ctx context.Context) context.Context {
-	return metadata.AppendToOutgoingContext(ctx, server.AdminDigestMetadata, superUser+":"+superPassword)
+	return metadata.AppendToOutgoingContext(ctx, api.AdminDigestMetadata, superUser+":"+superPassword)
 }
 
 func (c *cluster) waitLeader(timeout time.Duration) {
@@ -717,7 +717,7 @@ func runSuite(t *testing.T, mode string) {
 		_, err = adm.HashKV(cctx, &api.HashKVRequest{})
 		wantCode(t, rep, "Admin HashKV", who, err, denied...)
 		// A wrong superuser password is refused too.
-		_, err = adm.Sessions(metadata.AppendToOutgoingContext(cctx, server.AdminDigestMetadata, superUser+":wrong"), &api.SessionsRequest{})
+		_, err = adm.Sessions(metadata.AppendToOutgoingContext(cctx, api.AdminDigestMetadata, superUser+":wrong"), &api.SessionsRequest{})
 		wantCode(t, rep, "Admin Sessions with a wrong password", who, err, codes.PermissionDenied, codes.Unauthenticated)
 		ccancel()
 	}

@@ -260,7 +260,7 @@ func newWorld(t testing.TB, file string) *world {
 		MaxDataBytes:   1 << 20,
 		MaxOutstanding: 1000,
 		MaxQueuedBytes: 1 << 20,
-		SuperDigest:    fsm.DigestID("super", "secret"),
+		SuperDigest:    vocab.DigestID("super", "secret"),
 		Clock:          clock,
 		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Metrics:        noMetrics{},
@@ -678,7 +678,7 @@ func (w *world) atoi(s string) int {
 // acl reads an ACL list: entries scheme:id:perms separated by commas, as
 // ZooKeeper's command line writes them (world:anyone:r, auth::cdrwa,
 // digest:user:hash:cdrwa), except that digest:user:password:perms with a
-// password that is not a hash is hashed here (fsm.DigestID).
+// password that is not a hash is hashed here (vocab.DigestID).
 func (w *world) acl(spec string) []vocab.ACL {
 	var out []vocab.ACL
 	for _, e := range strings.Split(spec, ",") {
@@ -689,7 +689,7 @@ func (w *world) acl(spec string) []vocab.ACL {
 		}
 		scheme, id, perms := e[:j], e[j+1:i], e[i+1:]
 		if user, pw, ok := strings.Cut(id, ":"); scheme == "digest" && ok && !strings.HasSuffix(pw, "=") {
-			id = fsm.DigestID(user, pw)
+			id = vocab.DigestID(user, pw)
 		}
 		var p vocab.Perm
 		for _, r := range perms {
