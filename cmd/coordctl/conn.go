@@ -297,12 +297,13 @@ func (g *globals) leaderAdmin(ctx context.Context) (*admin, []*api.Member, error
 		if st.LeaderId != "" {
 			return g.dialLeader(st, m.Members)
 		}
+		noLeader := fmt.Errorf("server %s (%s) knows no leader", st.Id, a.addr)
 		if time.Now().After(deadline) {
-			return nil, nil, fmt.Errorf("server %s (%s) knows no leader", st.Id, a.addr)
+			return nil, nil, noLeader
 		}
 		select {
 		case <-ctx.Done():
-			return nil, nil, fmt.Errorf("server %s (%s) knows no leader", st.Id, a.addr)
+			return nil, nil, noLeader
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -311,14 +312,13 @@ func (g *globals) leaderAdmin(ctx context.Context) (*admin, []*api.Member, error
 // dialLeader dials the leader st names, at the address the member list
 // gives.
 func (g *globals) dialLeader(st *api.StatusResponse, members []*api.Member) (*admin, []*api.Member, error) {
-	m := &api.MembersResponse{Members: members}
-	for _, mem := range m.Members {
+	for _, mem := range members {
 		if mem.Id == st.LeaderId {
 			if mem.GrpcAddr == "" {
 				return nil, nil, fmt.Errorf("leader %s: gRPC address unknown to %s", mem.Id, st.Id)
 			}
 			la, err := g.dialAdmin(mem.GrpcAddr)
-			return la, m.Members, err
+			return la, members, err
 		}
 	}
 	return nil, nil, fmt.Errorf("leader %s is not in the member list", st.LeaderId)

@@ -237,7 +237,7 @@ func (k *Keeper) renderConfig(servers []replica.Member, current string, version 
 	lines := make([]configLine, len(servers))
 	used := map[int64]bool{}
 	for i, srv := range servers {
-		m := known[srv.ID]
+		m, isKnown := known[srv.ID]
 		old, inText := byAddr[srv.Addr]
 		_, grpcPort, _ := net.SplitHostPort(m.GRPCAddr)
 		if grpcPort == "" || grpcPort == "0" {
@@ -250,7 +250,7 @@ func (k *Keeper) renderConfig(servers []replica.Member, current string, version 
 		if client == "" {
 			client = old.Client
 		}
-		lines[i] = configLine{RaftAddr: srv.Addr, GRPCPort: grpcPort, Observer: k.observer(srv, old, inText, version), Client: client}
+		lines[i] = configLine{RaftAddr: srv.Addr, GRPCPort: grpcPort, Observer: k.observer(srv, old, inText, version, m, isKnown), Client: client}
 		if inText && !used[old.N] {
 			lines[i].N, used[old.N] = old.N, true
 		}
@@ -284,15 +284,16 @@ func (k *Keeper) renderConfig(servers []replica.Member, current string, version 
 }
 
 // observer is the role the text gives srv (see above): old is its line in
-// the current text (inText), version the text's version.
-func (k *Keeper) observer(srv replica.Member, old configLine, inText bool, version int64) bool {
+// the current text (inText), version the text's version, m what this
+// server knows of it (known: anything).
+func (k *Keeper) observer(srv replica.Member, old configLine, inText bool, version int64, m Member, known bool) bool {
 	if srv.Voter {
 		return false
 	}
 	k.rolesMu.Lock()
 	set, ok := k.roles[srv.Addr]
 	k.rolesMu.Unlock()
-	switch m, known := k.srv.Members()[srv.ID]; {
+	switch {
 	case ok && set.at == version:
 		return set.observer
 	case inText:
@@ -336,12 +337,13 @@ func (k *Keeper) Participant(id string) bool {
 		if srv.ID != id {
 			continue
 		}
+		m, known := k.srv.Members()[id]
 		for _, l := range parseConfigText(current) {
 			if l.RaftAddr == srv.Addr {
-				return !k.observer(srv, l, true, version)
+				return !k.observer(srv, l, true, version, m, known)
 			}
 		}
-		return !k.observer(srv, configLine{}, false, version)
+		return !k.observer(srv, configLine{}, false, version, m, known)
 	}
 	return false
 }
