@@ -3,8 +3,8 @@
 // records to and from the shared vocabulary's types, which the server's
 // front ends and the client both use, and (admin.go) the metadata key an
 // Admin call carries the superuser's credential under. It has no other
-// logic. The generated
-// files are checked in so that a build needs neither protoc nor its plugins.
+// logic. The generated files are checked in so that a build needs neither
+// protoc nor its plugins.
 //
 // To regenerate (Debian's protobuf-compiler, and the plugins from
 // `go install google.golang.org/protobuf/cmd/protoc-gen-go@latest` and
