@@ -3471,6 +3471,7 @@ type StatusResponse struct {
 	Watches       int64                  `protobuf:"varint,11,opt,name=watches,proto3" json:"watches,omitempty"`
 	UptimeMs      int64                  `protobuf:"varint,12,opt,name=uptime_ms,json=uptimeMs,proto3" json:"uptime_ms,omitempty"` // since this server started
 	DbBytes       int64                  `protobuf:"varint,13,opt,name=db_bytes,json=dbBytes,proto3" json:"db_bytes,omitempty"`    // size of the raft log store on disk (0 if not a file)
+	HttpAddr      string                 `protobuf:"bytes,14,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`  // where this server serves /metrics, /health and the console ("" when off)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3594,6 +3595,13 @@ func (x *StatusResponse) GetDbBytes() int64 {
 		return x.DbBytes
 	}
 	return 0
+}
+
+func (x *StatusResponse) GetHttpAddr() string {
+	if x != nil {
+		return x.HttpAddr
+	}
+	return ""
 }
 
 type SessionsRequest struct {
@@ -5491,7 +5499,7 @@ const file_coord_proto_rawDesc = "" +
 	"\x05state\x18\x02 \x01(\x05R\x05state\x12\x12\n" +
 	"\x04path\x18\x03 \x01(\tR\x04path\x12\x12\n" +
 	"\x04zxid\x18\x04 \x01(\x03R\x04zxid\"\x0f\n" +
-	"\rStatusRequest\"\xf1\x02\n" +
+	"\rStatusRequest\"\x8e\x03\n" +
 	"\x0eStatusResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04role\x18\x02 \x01(\tR\x04role\x12\x1b\n" +
@@ -5507,7 +5515,8 @@ const file_coord_proto_rawDesc = "" +
 	" \x01(\x03R\bsessions\x12\x18\n" +
 	"\awatches\x18\v \x01(\x03R\awatches\x12\x1b\n" +
 	"\tuptime_ms\x18\f \x01(\x03R\buptimeMs\x12\x19\n" +
-	"\bdb_bytes\x18\r \x01(\x03R\adbBytes\"\x11\n" +
+	"\bdb_bytes\x18\r \x01(\x03R\adbBytes\x12\x1b\n" +
+	"\thttp_addr\x18\x0e \x01(\tR\bhttpAddr\"\x11\n" +
 	"\x0fSessionsRequest\"\xb3\x01\n" +
 	"\vSessionInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1d\n" +

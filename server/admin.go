@@ -184,6 +184,7 @@ func (a *adminService) Status(ctx context.Context, _ *api.StatusRequest) (*api.S
 		Term: s.rep.Term(), CommitIndex: s.rep.CommitIndex(), AppliedIndex: s.rep.Applied(),
 		LastZxid: int64(v.LastZxid()), Znodes: int64(v.NodeCount()), Sessions: int64(sessions),
 		Watches: int64(s.sess.Watches().Len()), UptimeMs: time.Since(s.started).Milliseconds(), DbBytes: s.dbBytes(),
+		HttpAddr: s.HTTPAddr(),
 	}, nil
 }
 

@@ -132,12 +132,10 @@ func (c consoleServer) Cluster(ctx context.Context) (*console.Cluster, error) {
 		cl.Raft = append(cl.Raft, console.RaftServer{ID: m.ID, Address: m.Addr, Suffrage: suffrage})
 		row := console.Member{ID: m.ID, Role: role, Leader: m.ID == leaderID, RaftAddr: m.Addr,
 			GRPCAddr: known[m.ID].GRPCAddr, ZKAddr: known[m.ID].ZKAddr, State: "unreachable"}
-		if m.ID == s.cfg.ID {
-			row.HTTPAddr = s.HTTPAddr()
-		}
 		if rd := readings[i]; rd.err == nil {
 			st := rd.status
 			row.Alive = true
+			row.HTTPAddr = st.HttpAddr
 			row.State = st.Role
 			row.Healthy = st.LeaderId != "" && st.Role != "candidate"
 			row.LastZxid = fmt.Sprintf("0x%x", uint64(st.LastZxid))

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	gozk "github.com/go-zookeeper/zk"
@@ -657,6 +658,21 @@ func TestConsoleClusterShowsLeaderChange(t *testing.T) {
 	b.signIn(superUser, superPassword)
 	b.do("cluster view", chromedp.Click(chromedp.CSS("#nav-cluster")))
 	b.wait("the cluster view naming "+leader, fmt.Sprintf(`(() => { const m = document.querySelector('#members'); return m && m.dataset.leader === %q && m.querySelectorAll('tr[data-member]').length === 3 })()`, leader), 20*time.Second)
+	// Every member names its HTTP address (where its own console is).
+	var cl struct {
+		Members []struct {
+			ID       string `json:"id"`
+			HTTPAddr string `json:"http_addr"`
+		} `json:"members"`
+	}
+	if f := b.fetch("GET", "/ui/api/cluster", "", false); json.Unmarshal([]byte(f.Body), &cl) != nil || len(cl.Members) != 3 {
+		t.Fatalf("GET /ui/api/cluster: %d %s", f.Status, f.Body)
+	}
+	for _, m := range cl.Members {
+		if want := strings.TrimPrefix(c.httpURL(m.ID), "http://"); m.HTTPAddr != want {
+			t.Errorf("the cluster view gives %s's HTTP address as %q, want %s", m.ID, m.HTTPAddr, want)
+		}
+	}
 	time.Sleep(8 * time.Second) // four more samples for the charts
 	b.fullScreenshot("cluster")
 
@@ -682,6 +698,188 @@ func TestConsoleClusterShowsLeaderChange(t *testing.T) {
 	p.signIn("", "")
 	p.open("/load")
 	p.screenshot("phone-node")
+}
+
+// The tree's tools as a person uses them, each result read back with a
+// ZooKeeper client: search by prefix and by substring, data shown as JSON
+// and as hex, a subtree copied and then moved, exported (a download) and
+// imported (a file chosen in the page) with its binary data intact.
+func TestConsoleTreeTools(t *testing.T) {
+	c := startCluster(t)
+	leader := c.waitLeader("")
+	zc := c.zkAs("", "", leader)
+	blob := "\x00\x01\xfeMZ"
+	for _, n := range []struct{ path, data string }{
+		{"/app", "the app"}, {"/app/config", `{"replicas":3,"zones":["a","b"]}`}, {"/app/blob", blob},
+		{"/app/workers", ""}, {"/app/workers/w1", "one"}, {"/app/workers/w2", "two"},
+		{"/other", ""}, {"/other/configuration-notes", "x"}, {"/restore", ""},
+	} {
+		if _, err := zc.Create(n.path, []byte(n.data), 0, gozk.WorldACL(gozk.PermAll)); err != nil {
+			t.Fatalf("create %s: %v", n.path, err)
+		}
+	}
+	b := newBrowser(t, c.httpURL(leader)+"/ui/", 1280, 800)
+	b.signIn("", "")
+	b.open("/")
+	// The root has no times (0, as in ZooKeeper): shown as such, not as a date.
+	if got := js[string](b, `document.querySelector('#node-stat tr[data-field="ctime"] td').textContent`); got != "0 (not set)" {
+		t.Errorf("the root's created time shows %q", got)
+	}
+
+	// Search: the mode's change event runs the search at once.
+	search := func(mode, q string) []string {
+		b.t.Helper()
+		b.do("search "+mode+" "+q, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+			document.querySelector('#search-results').replaceChildren();
+			document.querySelector('#search-info').hidden = true;
+			document.querySelector('#search').value = %q;
+			const m = document.querySelector('#search-mode');
+			m.value = %q;
+			m.dispatchEvent(new Event('change', {bubbles: true}));
+		})()`, q, mode)))
+		b.wait("the search's results", `!document.querySelector('#search-info').hidden && /match/.test(document.querySelector('#search-info').textContent)`, 10*time.Second)
+		got := js[[]string](b, `[...document.querySelectorAll('#search-results a[data-path]')].map(a => a.dataset.path)`)
+		slices.Sort(got)
+		return got
+	}
+	if got := search("prefix", "/app/w"); !slices.Equal(got, []string{"/app/workers", "/app/workers/w1", "/app/workers/w2"}) {
+		t.Errorf("prefix search /app/w found %v", got)
+	}
+	got := search("substring", "config")
+	for _, want := range []string{"/app/config", "/other/configuration-notes", "/zookeeper/config"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("substring search config found %v, not %s", got, want)
+		}
+	}
+	for _, p := range got {
+		if !strings.Contains(p, "config") {
+			t.Errorf("substring search config found %s", p)
+		}
+	}
+	b.screenshot("search")
+	b.do("follow a search result", chromedp.Click(chromedp.CSS(`#search-results a[data-path="/app/config"]`)))
+	b.wait("/app/config opened from the search", `document.querySelector('#node').dataset.path === '/app/config'`, 10*time.Second)
+
+	// Data as JSON (pretty-printed) and as hex (read-only).
+	format := func(f string) {
+		b.do("show the data as "+f, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+			const s = document.querySelector('#data-format');
+			s.value = %q;
+			s.dispatchEvent(new Event('change', {bubbles: true}));
+		})()`, f)))
+	}
+	b.open("/app/config")
+	format("json")
+	pretty := "{\n  \"replicas\": 3,\n  \"zones\": [\n    \"a\",\n    \"b\"\n  ]\n}"
+	b.wait("the pretty JSON", fmt.Sprintf(`document.querySelector('#node-data').value === %q`, pretty), 10*time.Second)
+	b.open("/app/blob")
+	format("hex")
+	b.wait("the hex dump", `document.querySelector('#node-data').value.startsWith('00000000  00 01 fe 4d 5a ')`, 10*time.Second)
+	if dump := js[string](b, `document.querySelector('#node-data').value`); !strings.Contains(dump, "|...MZ|") || !js[bool](b, `document.querySelector('#node-data').readOnly`) {
+		t.Errorf("the hex view of /app/blob: %q (read-only %v)", dump, js[bool](b, `document.querySelector('#node-data').readOnly`))
+	}
+	b.screenshot("hex-view")
+	format("text")
+
+	// An edit begun while the page reloads the node (another client's
+	// change arrived) is kept, and its save is refused: the reload's answer
+	// must not replace the text being typed. The page's node reads are
+	// slowed to 800 ms so the edit lands while one is on its way.
+	b.open("/app/workers/w1")
+	b.do("slow the node reads", chromedp.Evaluate[chromedp.Void](`(() => {
+		window.slowNodes = {started: 0, done: 0};
+		const f = window.fetch;
+		window.fetch = async (url, opts) => {
+			if (!String(url).includes('/ui/api/node?')) return f(url, opts);
+			window.slowNodes.started++;
+			const r = await f(url, opts);
+			await new Promise((ok) => setTimeout(ok, 800));
+			window.slowNodes.done++;
+			return r;
+		};
+	})()`))
+	if _, err := zc.Set("/app/workers/w1", []byte("changed while you type"), 0); err != nil {
+		t.Fatal(err)
+	}
+	b.wait("the page reloading the node", `window.slowNodes.started > 0`, 10*time.Second)
+	b.do("type an edit", chromedp.Evaluate[chromedp.Void](`(() => { const t = document.querySelector('#node-data'); t.value = 'typed during the reload'; t.dispatchEvent(new Event('input', {bubbles: true})) })()`))
+	b.wait("the reload's answer", `window.slowNodes.done >= window.slowNodes.started`, 10*time.Second)
+	if got := js[string](b, `document.querySelector('#node-data').value`); got != "typed during the reload" {
+		t.Errorf("the reload replaced the edit being typed with %q", got)
+	}
+	b.do("save", chromedp.Click(chromedp.CSS("#node-save")))
+	b.wait("the conflict", `/changed by someone else/i.test(document.querySelector('#node-message').textContent + ' ' + ((document.querySelector('#node-error')||{}).textContent||''))`, 10*time.Second)
+	if data, _, err := zc.Get("/app/workers/w1"); err != nil || string(data) != "changed while you type" {
+		t.Errorf("after the refused save /app/workers/w1 holds %q, %v", data, err)
+	}
+	if _, err := zc.Set("/app/workers/w1", []byte("one"), -1); err != nil {
+		t.Fatal(err)
+	}
+	b.do("leave the edit", chromedp.Navigate("about:blank"))
+	b.do("back", chromedp.Navigate(b.base+"#/tree/"))
+	b.wait("the console to be ready", `document.querySelector('#app') && document.querySelector('#app').dataset.ready === '1'`, 15*time.Second)
+
+	// Copy a subtree, then move (rename) the copy.
+	copyTo := func(button, from, to string) {
+		b.t.Helper()
+		b.open(from)
+		b.do("open "+button, chromedp.Click(chromedp.CSS("#"+button)))
+		b.wait("the copy dialog", `document.querySelector('#copy-dialog').open`, 5*time.Second)
+		b.do("fill in "+to, chromedp.SetValue(chromedp.CSS("#copy-to"), to), chromedp.Click(chromedp.CSS("#copy-submit")))
+		b.wait(to+" shown", fmt.Sprintf(`document.querySelector('#node').dataset.path === %q && !document.querySelector('#copy-dialog').open`, to), 10*time.Second)
+	}
+	copyTo("node-copy", "/app/workers", "/workers-copy")
+	for p, want := range map[string]string{"/app/workers/w1": "one", "/workers-copy/w1": "one", "/workers-copy/w2": "two"} {
+		if data, _, err := zc.Get(p); err != nil || string(data) != want {
+			t.Errorf("after the copy %s holds %q, %v; want %q", p, data, err, want)
+		}
+	}
+	copyTo("node-move", "/workers-copy", "/moved")
+	if ok, _, err := zc.Exists("/workers-copy"); err != nil || ok {
+		t.Errorf("after the move /workers-copy exists: %v, %v", ok, err)
+	}
+	if data, _, err := zc.Get("/moved/w2"); err != nil || string(data) != "two" {
+		t.Errorf("after the move /moved/w2 holds %q, %v", data, err)
+	}
+
+	// Export /app as a download; import the file under /restore.
+	dl := t.TempDir()
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	_, err := chromedp.CallBrowser(ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
+		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dl})
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.open("/app")
+	b.do("export", chromedp.Click(chromedp.CSS("#node-export")))
+	var file string
+	for deadline := time.Now().Add(10 * time.Second); file == ""; {
+		m, _ := filepath.Glob(filepath.Join(dl, "*.json"))
+		if len(m) == 1 {
+			file = m[0]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no export file downloaded in 10 s (%v)", m)
+		} else {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	exported, err := os.ReadFile(file)
+	if err != nil || !strings.Contains(string(exported), `"root"`) {
+		t.Fatalf("the downloaded export %s: %v\n%s", file, err, exported)
+	}
+	t.Logf("exported /app as %s (%d bytes)", filepath.Base(file), len(exported))
+	b.open("/restore")
+	b.do("choose the file to import", chromedp.SetUploadFiles(chromedp.CSS("#import-file"), []string{file}))
+	b.wait("/restore/app shown", `document.querySelector('#node').dataset.path === '/restore/app'`, 10*time.Second)
+	for _, n := range []struct{ path, data string }{
+		{"/restore/app", "the app"}, {"/restore/app/config", `{"replicas":3,"zones":["a","b"]}`},
+		{"/restore/app/blob", blob}, {"/restore/app/workers/w1", "one"},
+	} {
+		if data, _, err := zc.Get(n.path); err != nil || string(data) != n.data {
+			t.Errorf("after the import %s holds %q, %v; want %q", n.path, data, err, n.data)
+		}
+	}
 }
 
 func abbrev(s string) string {

@@ -697,6 +697,15 @@ func (c *Console) search(si *signIn, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if root == "/" && !truncated {
+		// The walk leaves ZooKeeper's own subtree out (it is nobody's to
+		// copy or delete); the tree shows it, so a search finds it too.
+		zk, more, err := si.walk(ctx, "/zookeeper", searchVisit-len(nodes), false)
+		if err != nil {
+			return nil, err
+		}
+		nodes, truncated = append(nodes, zk...), more
+	}
 	results := []string{}
 	for _, n := range nodes {
 		match := strings.Contains(n.path, text)

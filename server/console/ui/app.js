@@ -904,7 +904,10 @@
     return nv.work;
   }
 
-  /** Load the node at path (with a data watch) and show it, dropping any edits. */
+  /**
+   * Load the node at path (with a data watch) and show it, dropping any edits;
+   * with opt.keepEdits, edits begun while the answer was on its way are kept.
+   */
   function loadNode(path, opt) {
     nv.loading = loadNodeNow(path, opt || {});
     return nv.loading;
@@ -925,6 +928,7 @@
     try {
       const n = await api(`/ui/api/node?path=${q(path)}&watch=1`);
       if (seq !== nv.loadSeq) return;
+      if (opt.keepEdits && path === nv.path && nodeDirty()) { editedAgainst(n); return; }
       renderNode(n);
       if (!opt.keepMessage) setMessage('');
     } catch (e) {
@@ -944,7 +948,7 @@
     if (nv.saving) { nv.refreshAfterSave = true; return; }
     if (!nodeDirty()) {
       const before = nv.node && nv.node.stat ? nv.node.stat.version : null;
-      await loadNode(nv.path, { keepMessage: true });
+      await loadNode(nv.path, { keepMessage: true, keepEdits: true });
       const after = nv.node && nv.node.stat ? nv.node.stat.version : null;
       if (before != null && after != null && after !== before && !$('node-message').classList.contains('error')) {
         setMessage(`Reloaded: version ${after} arrived from the server.`);
@@ -961,6 +965,11 @@
       return;
     }
     if (seq !== nv.loadSeq || path !== nv.path) return;
+    editedAgainst(n);
+  }
+
+  /** The server's node n arrived while the person edits the shown one: keep the edits, say if n is newer. */
+  function editedAgainst(n) {
     if (n.stat && n.stat.version !== nv.base) {
       setMessage(`This node was changed on the server (now version ${n.stat.version}; you are editing version ${nv.base}). ` +
         'Your edits are kept; saving them will be refused. Reload to see the new data.', 'warn', true);
@@ -1133,7 +1142,9 @@
       const v = st[f];
       const cell = el('td', { class: 'mono' });
       if (f === 'ctime' || f === 'mtime') {
-        cell.append(fmtTime(v), ' ', relSpan(v));
+        // 0 on the root and /zookeeper's nodes, as in ZooKeeper: no time.
+        if (v) cell.append(fmtTime(v), ' ', relSpan(v));
+        else cell.append(String(v ?? ''), ' ', el('span', { class: 'muted', text: '(not set)' }));
         cell.title = v != null ? `${v} ms since 1970 (UTC ${new Date(v).toISOString()})` : '';
       } else cell.textContent = v == null ? '' : String(v);
       if (f === 'ephemeralOwner' && (v === '0x0' || v === '0' || !v)) cell.classList.add('muted');
