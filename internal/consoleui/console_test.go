@@ -689,9 +689,64 @@ func TestConsoleClusterShowsLeaderChange(t *testing.T) {
 	}
 	b.fullScreenshot("cluster-after-leader-kill")
 
+	// Make the other live server leader from the page, with its confirmation.
+	other := "s1"
+	for _, id := range []string{"s1", "s2", "s3"} {
+		if id != leader && id != next {
+			other = id
+		}
+	}
+	b.do("make "+other+" leader", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-member=%q] .transfer`, other))))
+	b.wait("the confirmation", `document.querySelector('#confirm-dialog').open`, 5*time.Second)
+	b.do("confirm", chromedp.Click(chromedp.CSS("#confirm-ok")))
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		l1, _ := c.health(next)
+		l2, _ := c.health(other)
+		if l1 == other && l2 == other {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("20 s after Make leader on %s, %s names %q and %s names %q", other, next, l1, other, l2)
+		}
+	}
+	b.wait("the cluster view naming "+other, fmt.Sprintf(`document.querySelector('#members').dataset.leader === %q`, other), 20*time.Second)
+
+	// Close another client's session from the sessions view: its ephemeral
+	// goes and its client is told the session expired.
+	victim, victimEvents, err := gozk.Connect([]string{c.zkAddr(follower)}, 10*time.Second, gozk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer victim.Close()
+	expired := make(chan struct{})
+	go func() {
+		for ev := range victimEvents {
+			if ev.State == gozk.StateExpired {
+				close(expired)
+				return
+			}
+		}
+	}()
+	if _, err := victim.Create("/victim", nil, gozk.FlagEphemeral, gozk.WorldACL(gozk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	victimID := fmt.Sprintf("0x%x", victim.SessionID())
 	b.do("sessions view", chromedp.Click(chromedp.CSS("#nav-sessions")))
-	b.wait("the session list", `document.querySelectorAll('#session-list tr[data-session]').length >= 2`, 15*time.Second)
+	b.wait("the session list", `document.querySelectorAll('#session-list tr[data-session]').length >= 3`, 15*time.Second)
+	b.wait("the victim's session with its ephemeral", fmt.Sprintf(`(() => { const r = document.querySelector('tr[data-session=%q]'); return r && r.querySelector('.ephemerals').textContent === '1' })()`, victimID), 15*time.Second)
 	b.screenshot("sessions")
+	b.do("close "+victimID, chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-session=%q] .close`, victimID))))
+	b.wait("the confirmation", `document.querySelector('#confirm-dialog').open && /1 ephemeral/.test(document.querySelector('#confirm-text').textContent)`, 5*time.Second)
+	b.do("confirm", chromedp.Click(chromedp.CSS("#confirm-ok")))
+	select {
+	case <-expired:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the closed session's client was not told it expired in 15 s")
+	}
+	if ok, _, err := zc.Exists("/victim"); err != nil || ok {
+		t.Errorf("after closing its session /victim exists: %v, %v", ok, err)
+	}
+	b.wait("the closed session gone from the list", fmt.Sprintf(`document.querySelector('tr[data-session=%q]') === null`, victimID), 15*time.Second)
 
 	// A phone-sized screen.
 	p := newBrowser(t, c.httpURL(follower)+"/ui/", 390, 844)
