@@ -61,6 +61,30 @@ type lightHooks struct {
 	event       atomic.Pointer[func(lc *lightConn, ev zk.WatcherEvent, at time.Time)]
 	disconnect  atomic.Pointer[func(lc *lightConn, at time.Time)]
 	reconnected atomic.Pointer[func(lc *lightConn, at time.Time, expired bool, err error)]
+	// attempt hears of each try to get a session back: how it ended
+	// (attemptKind) and how long the handshake took, the wait before it
+	// not counted.
+	attempt atomic.Pointer[func(lc *lightConn, kind string, took time.Duration)]
+}
+
+// attemptKind names how one reconnect try ended: "ok", "expired", "dial"
+// (no connection), "timeout" (no answer within the connect timeout),
+// "closed" (the server closed the connection: refused), or "setwatches".
+func attemptKind(err error) string {
+	var ne net.Error
+	var oe *net.OpError
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, errLightExpired):
+		return "expired"
+	case errors.As(err, &oe) && oe.Op == "dial":
+		return "dial"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	default:
+		return "closed"
+	}
 }
 
 // errLightExpired: the server said the session is gone.
@@ -265,7 +289,11 @@ func (lc *lightConn) reconnect() (net.Conn, error) {
 		// sessions spread over the others rather than all trying the next.
 		srv := (lc.srv + 1 + rand.IntN(max(1, len(lc.addrs)-1))) % len(lc.addrs)
 		lc.mu.Unlock()
+		began := time.Now()
 		c, err := lc.handshake(context.Background(), lc.addrs[srv])
+		if h := lc.hooks.attempt.Load(); h != nil {
+			(*h)(lc, attemptKind(err), time.Since(began))
+		}
 		if errors.Is(err, errLightExpired) {
 			return nil, err
 		}
@@ -279,6 +307,9 @@ func (lc *lightConn) reconnect() (net.Conn, error) {
 		lc.mu.Unlock()
 		if err := lc.setWatches(c, sw); err != nil {
 			c.Close()
+			if h := lc.hooks.attempt.Load(); h != nil {
+				(*h)(lc, "setwatches", time.Since(began))
+			}
 			continue
 		}
 		if h := lc.hooks.reconnected.Load(); h != nil {

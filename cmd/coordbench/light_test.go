@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -224,4 +226,46 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		}
 	}
 	t.Fatalf("timed out waiting for %s", what)
+}
+
+// attemptKind tells the storm's reconnect tries apart: a server that is
+// down, one that does not answer in time, one that closes the connection
+// (refuses), and one that says the session expired.
+func TestAttemptKind(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	silent := make(chan net.Conn, 1)
+	go func() {
+		c, err := lis.Accept()
+		if err == nil {
+			silent <- c // held open, never answered
+		}
+		if c, err := lis.Accept(); err == nil {
+			c.Close() // refused: closed at once
+		}
+	}()
+	lc := &lightConn{addrs: []string{addr}, timeout: 300 * time.Millisecond, hooks: &lightHooks{}}
+	_, err = lc.handshake(context.Background(), addr)
+	if got := attemptKind(err); got != "timeout" {
+		t.Errorf("a server that does not answer: %q (%v), want timeout", got, err)
+	}
+	(<-silent).Close()
+	_, err = lc.handshake(context.Background(), addr)
+	if got := attemptKind(err); got != "closed" {
+		t.Errorf("a server that closes the connection: %q (%v), want closed", got, err)
+	}
+	lis.Close()
+	_, err = lc.handshake(context.Background(), addr)
+	if got := attemptKind(err); got != "dial" {
+		t.Errorf("no server: %q (%v), want dial", got, err)
+	}
+	if got := attemptKind(fmt.Errorf("handshake: %w", errLightExpired)); got != "expired" {
+		t.Errorf("an expired session: %q", got)
+	}
+	if got := attemptKind(nil); got != "ok" {
+		t.Errorf("success: %q", got)
+	}
 }

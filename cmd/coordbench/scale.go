@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,6 +99,12 @@ type scaleResult struct {
 	StormWatches      int           `json:"storm_watches"` // re-registered by the sessions that moved
 	StormP50          time.Duration `json:"storm_p50_ns"`
 	StormAllBack      time.Duration `json:"storm_all_back_ns"`
+	// The moved sessions' reconnect tries: by how each ended (attemptKind),
+	// the time their handshakes took (ms, summed), and tries per session.
+	StormAttempts  map[string]int   `json:"storm_attempts,omitempty"`
+	StormAttemptMs map[string]int64 `json:"storm_attempt_ms,omitempty"`
+	StormTriesP50  int              `json:"storm_tries_p50,omitempty"`
+	StormTriesMax  int              `json:"storm_tries_max,omitempty"`
 
 	ExpirySessions  int           `json:"expiry_sessions"`
 	ExpiryCreate    time.Duration `json:"expiry_create_ns"`
@@ -374,10 +381,21 @@ func (b *bench) runScale(ctx context.Context, out io.Writer, n, watches int, tim
 		return res, err
 	}
 	back := gatherSince(dones, kill)
+	res.StormAttempts, res.StormAttemptMs = map[string]int{}, map[string]int64{}
+	var tries []int
 	for _, d := range dones {
 		res.StormDisconnected += d.Down
 		res.StormExpired += d.Expired
 		res.StormFailed += d.Failed
+		for k, n := range d.Attempts {
+			res.StormAttempts[k] += n
+			res.StormAttemptMs[k] += d.AttemptMs[k]
+		}
+		tries = append(tries, d.Tries...)
+	}
+	if len(tries) > 0 {
+		slices.Sort(tries)
+		res.StormTriesP50, res.StormTriesMax = tries[(len(tries)-1)/2], tries[len(tries)-1]
 	}
 	res.StormBack = int(back.n)
 	res.StormP50, res.StormAllBack = back.percentile(0.5), back.percentile(1)
@@ -555,6 +573,15 @@ func printScale(out io.Writer, r scaleResult) {
 		r.FanoutWatchers, r.FanoutDelivered, r.FanoutP50.Round(time.Microsecond), r.FanoutP99.Round(time.Microsecond), r.FanoutLast.Round(time.Microsecond))
 	fmt.Fprintf(out, "scale  storm after SIGKILL of %s: %d disconnected, %d back (p50 %v, all %v), %d expired, %d failed, %d watches re-registered by the moved sessions\n",
 		r.StormKilled, r.StormDisconnected, r.StormBack, r.StormP50.Round(time.Millisecond), r.StormAllBack.Round(time.Millisecond), r.StormExpired, r.StormFailed, r.StormWatches)
+	if len(r.StormAttempts) > 0 {
+		var kinds []string
+		for _, k := range []string{"ok", "closed", "timeout", "dial", "setwatches", "expired"} {
+			if n := r.StormAttempts[k]; n > 0 {
+				kinds = append(kinds, fmt.Sprintf("%s %d (handshake mean %v)", k, n, (time.Duration(r.StormAttemptMs[k])*time.Millisecond/time.Duration(n)).Round(time.Millisecond)))
+			}
+		}
+		fmt.Fprintf(out, "scale  storm tries: %s; per session p50 %d, max %d\n", strings.Join(kinds, ", "), r.StormTriesP50, r.StormTriesMax)
+	}
 	fmt.Fprintf(out, "scale  expiry of %d sessions at once: %d ephemerals deleted from %v to %v after the drop, %d left; setData p99 %v before, %v during (max %v, %d writes, %d errors)\n",
 		r.ExpirySessions, r.ExpiryDeleted, r.ExpiryFirst.Round(time.Millisecond), r.ExpiryLast.Round(time.Millisecond), r.ExpiryLeft,
 		r.WriteP99Before.Round(time.Microsecond), r.WriteP99During.Round(time.Microsecond), r.WriteMaxDuring.Round(time.Microsecond), r.WritesDuring, r.WriteErrsDuring)

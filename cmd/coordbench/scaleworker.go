@@ -70,6 +70,11 @@ type scaleMsg struct {
 	Expired   int          `json:"expired,omitempty"`
 	Failed    int          `json:"failed,omitempty"`
 	Times     []int64      `json:"times,omitempty"`
+	// collect-storm: the reconnect tries by how they ended, the time
+	// their handshakes took (ms, summed), and each moved session's count.
+	Attempts  map[string]int   `json:"attempts,omitempty"`
+	AttemptMs map[string]int64 `json:"attempt_ms,omitempty"`
+	Tries     []int            `json:"tries,omitempty"`
 }
 
 // --- the coordinator's side ---
@@ -257,6 +262,9 @@ type scaleWorker struct {
 	mu       sync.Mutex
 	arrivals []atomic.Int64 // arm-fanout
 	backs    []int64        // arm-storm
+	attempts map[string]int // arm-storm: tries by how they ended
+	attemptT map[string]time.Duration
+	tries    map[*lightConn]int
 	pairs    [][2]*lightConn
 	gone     []atomic.Int64 // drop
 }
@@ -445,15 +453,36 @@ func (w *scaleWorker) do(cmd scaleCmd) (scaleMsg, error) {
 				w.st.back.Add(1)
 			}
 		}
+		w.mu.Lock()
+		w.attempts, w.attemptT, w.tries = map[string]int{}, map[string]time.Duration{}, map[*lightConn]int{}
+		w.mu.Unlock()
+		attempt := func(lc *lightConn, kind string, took time.Duration) {
+			w.mu.Lock()
+			w.attempts[kind]++
+			w.attemptT[kind] += took
+			if kind != "setwatches" {
+				w.tries[lc]++
+			}
+			w.mu.Unlock()
+		}
 		w.hooks.disconnect.Store(&down)
 		w.hooks.reconnected.Store(&back)
+		w.hooks.attempt.Store(&attempt)
 		return m, nil
 
 	case "collect-storm":
 		w.hooks.disconnect.Store(nil)
 		w.hooks.reconnected.Store(nil)
+		w.hooks.attempt.Store(nil)
 		w.mu.Lock()
 		m.Times = w.backs
+		m.Attempts, m.AttemptMs = w.attempts, map[string]int64{}
+		for k, d := range w.attemptT {
+			m.AttemptMs[k] = d.Milliseconds()
+		}
+		for _, n := range w.tries {
+			m.Tries = append(m.Tries, n)
+		}
 		w.mu.Unlock()
 		m.Down, m.Expired, m.Failed = int(w.st.down.Load()), int(w.st.expired.Load()), int(w.st.failed.Load())
 		return m, nil
