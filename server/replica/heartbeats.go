@@ -2,6 +2,7 @@ package replica
 
 import (
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -15,6 +16,9 @@ import (
 // raft's main goroutine, which Shutdown does wait for.
 type heartbeatGate struct {
 	*raft.NetworkTransport
+	// pipelineWait bounds a pipelined AppendEntries' wait for room
+	// (guardedPipeline, pipeline.go).
+	pipelineWait time.Duration
 
 	mu     sync.RWMutex // read-held while a heartbeat is handled
 	closed bool
@@ -52,4 +56,14 @@ func (g *heartbeatGate) shut() {
 	g.mu.Lock()
 	g.closed = true
 	g.mu.Unlock()
+}
+
+// AppendEntriesPipeline is the transport's pipeline, guarded against
+// hashicorp/raft's hang when its decoder stops (pipeline.go).
+func (g *heartbeatGate) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	p, err := g.NetworkTransport.AppendEntriesPipeline(id, target)
+	if err != nil {
+		return nil, err
+	}
+	return newGuardedPipeline(p, g.pipelineWait), nil
 }
