@@ -41,6 +41,9 @@ type guardedPipeline struct {
 	wait  time.Duration
 }
 
+// transportTimeout bounds each RPC of raft's network transport.
+const transportTimeout = 10 * time.Second
+
 // pipelineSlots bounds the requests sent and not yet taken by raft: the
 // transport's depth (coord leaves MaxRPCsInFlight at its default).
 const pipelineSlots = raft.DefaultMaxRPCsInFlight
@@ -50,7 +53,7 @@ var errPipelineStalled = errors.New("replication pipeline stalled: no answer tak
 
 func newGuardedPipeline(p raft.AppendPipeline, wait time.Duration) *guardedPipeline {
 	if wait <= 0 {
-		wait = 10 * time.Second // the transport's own timeout
+		wait = transportTimeout
 	}
 	g := &guardedPipeline{AppendPipeline: p, slots: make(chan struct{}, pipelineSlots),
 		out: make(chan raft.AppendFuture), done: make(chan struct{}), wait: wait}
