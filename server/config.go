@@ -265,6 +265,10 @@ type Config struct {
 	// observer that keeps up has its commit notice, and their reads wait
 	// for the commits they were told of (-fresh-followers).
 	FreshFollowers bool
+	// SerialAppend: the leader makes an entry durable in its own log
+	// before it replicates it, hashicorp/raft's own order, instead of while
+	// it does (-serial-append; replica/overlap.go).
+	SerialAppend bool
 
 	// MinFreeDisk is the free space (bytes) the data directory must keep;
 	// below it the server refuses writes with an error rather than run its

@@ -275,6 +275,7 @@ func (s *Server) startReplica(auth replica.PeerAuth) error {
 		ID: s.cfg.ID, DataDir: s.cfg.DataDir, Observer: s.cfg.Observer,
 		Bootstrap: s.cfg.Bootstrap, BootstrapPeers: voters,
 		RaftTimeout: s.cfg.RaftTimeout, CommitTimeout: s.cfg.CommitTimeout, FreshFollowers: s.cfg.FreshFollowers,
+		SerialAppend:      s.cfg.SerialAppend,
 		SnapshotThreshold: s.cfg.SnapshotThreshold, TrailingLogs: s.cfg.TrailingLogs, SnapshotInterval: s.cfg.SnapshotInterval,
 		SnapshotLogBytes: s.cfg.SnapshotLogBytes, LogStoreKind: s.cfg.LogStore,
 		EnforceQuota: s.cfg.EnforceQuota,

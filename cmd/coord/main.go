@@ -218,6 +218,7 @@ Flags of a server (each may also be set in the -config file, under its name with
 	raftTimeout := fs.Duration("raft-timeout", def.RaftTimeout, "raft heartbeat and election timeout (bounds failover)")
 	commitTimeout := fs.Duration("commit-timeout", def.CommitTimeout, "how soon an idle leader tells followers about a commit (on the latency of writes through followers)")
 	freshFollowers := fs.Bool("fresh-followers", false, "answer a write only once every follower and observer that keeps up has its commit notice, and make their reads wait for it: a read on another server after an acknowledged write shows it (about a round trip between servers more per write)")
+	serialAppend := fs.Bool("serial-append", false, "the leader makes an entry durable in its own log before it sends it to the followers (hashicorp/raft's order; one local fsync more per write) instead of while it does")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	tlsCert := fs.String("tls-cert", "", "PEM certificate: turns TLS on for gRPC, raft, HTTP and the ZooKeeper port (re-read when it changes)")
 	tlsKey := fs.String("tls-key", "", "PEM private key of -tls-cert")
@@ -335,6 +336,7 @@ Flags of a server (each may also be set in the -config file, under its name with
 		cfg.RaftTimeout = *raftTimeout
 		cfg.CommitTimeout = *commitTimeout
 		cfg.FreshFollowers = *freshFollowers
+		cfg.SerialAppend = *serialAppend
 		opts := options{cfg: cfg, gcPercent: -1}
 		if err := opts.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {
 			return options{}, fmt.Errorf("-log-level: %w", err)

@@ -19,6 +19,9 @@ type heartbeatGate struct {
 	// pipelineWait bounds a pipelined AppendEntries' wait for room
 	// (guardedPipeline, pipeline.go).
 	pipelineWait time.Duration
+	// commitBound, if set, caps the commit index every AppendEntries
+	// carries (overlapLog.CommitBound).
+	commitBound func() uint64
 
 	mu     sync.RWMutex // read-held while a heartbeat is handled
 	closed bool
@@ -65,5 +68,23 @@ func (g *heartbeatGate) AppendEntriesPipeline(id raft.ServerID, target raft.Serv
 	if err != nil {
 		return nil, err
 	}
-	return newGuardedPipeline(p, g.pipelineWait), nil
+	gp := newGuardedPipeline(p, g.pipelineWait)
+	gp.commitBound = g.commitBound
+	return gp, nil
+}
+
+// AppendEntries sends raft's AppendEntries with its commit index capped
+// (commitBound).
+func (g *heartbeatGate) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	capCommit(args, g.commitBound)
+	return g.NetworkTransport.AppendEntries(id, target, args, resp)
+}
+
+// capCommit lowers args' commit index to bound's, if bound is set: a
+// follower applies no entry the leader does not yet hold durably
+// (overlap.go).
+func capCommit(args *raft.AppendEntriesRequest, bound func() uint64) {
+	if bound != nil {
+		args.LeaderCommitIndex = min(args.LeaderCommitIndex, bound())
+	}
 }

@@ -39,6 +39,8 @@ type guardedPipeline struct {
 	done  chan struct{}
 	once  sync.Once
 	wait  time.Duration
+	// commitBound caps each request's commit index (capCommit).
+	commitBound func() uint64
 }
 
 // transportTimeout bounds each RPC of raft's network transport.
@@ -75,6 +77,7 @@ func (g *guardedPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *r
 			return nil, raft.ErrPipelineShutdown
 		}
 	}
+	capCommit(args, g.commitBound)
 	f, err := g.AppendPipeline.AppendEntries(args, resp)
 	if err != nil {
 		<-g.slots

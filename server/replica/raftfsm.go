@@ -78,6 +78,11 @@ type raftFSM struct {
 	snapAt    atomic.Uint64
 	snapWake  chan struct{}
 
+	// awaitDurable, if set, waits until this server's log holds every
+	// entry up to an index durably (overlapLog.AwaitDurable): the leader
+	// applies nothing before.
+	awaitDurable func(index uint64) error
+
 	// stages times the write path (stages.go); mark is the leader's entry
 	// in flight.
 	stages StageObserver
@@ -243,6 +248,15 @@ func (r *raftFSM) Apply(l *raft.Log) interface{} { return r.ApplyBatch([]*raft.L
 
 // ApplyBatch implements raft.BatchingFSM.
 func (r *raftFSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	if r.awaitDurable != nil && len(logs) > 0 {
+		// On a leader raft counts its own append toward the commit before
+		// it is durable (overlap.go): apply, answer and tell followers only
+		// once it is.
+		if err := r.awaitDurable(logs[len(logs)-1].Index); err != nil {
+			r.log.Error("not applying entries this server's log does not hold durably", "first", logs[0].Index, "last", logs[len(logs)-1].Index, "err", err)
+			return make([]interface{}, len(logs))
+		}
+	}
 	r.applyMu.Lock()
 	r.applyLocked(logs)
 	r.applyMu.Unlock()

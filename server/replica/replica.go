@@ -52,6 +52,10 @@ type Config struct {
 
 	RaftTimeout   time.Duration
 	CommitTimeout time.Duration
+	// SerialAppend: the leader stores an entry in its own log before it
+	// replicates it (hashicorp/raft's way) instead of while it does
+	// (overlap.go).
+	SerialAppend bool
 	// FreshFollowers: the leader applies (and so answers) an entry only
 	// once every follower and observer that keeps up has confirmed its
 	// commit notice (at most a millisecond), and a read here waits for the
@@ -123,6 +127,7 @@ type Replica struct {
 	closer    io.Closer     // the bbolt store, when the replica opened it
 	checked   *checkedStore // the log and stable store as raft sees them, when the replica opened them
 	logs      raft.LogStore // store behind the cache of recent entries
+	overlap   *overlapLog   // the leader's append overlapped with replication (nil: SerialAppend)
 	storeKind string        // LogStoreBolt or LogStoreWAL ("" with stores handed in)
 	snapStore raft.SnapshotStore
 	diskLow   atomic.Bool
@@ -347,6 +352,16 @@ func (r *Replica) startRaft() error {
 	// The leader reads recent entries back to replicate them, and the
 	// applier reads what was just stored; a cache of them, bounded in
 	// bytes, spares both a read of the store.
+	if !cfg.SerialAppend {
+		var fail func(error)
+		if r.checked != nil {
+			fail = func(err error) { r.checked.fail(err) }
+		}
+		r.overlap = newOverlapLog(logStore, r.diskLow.Load, fail)
+		logStore = r.overlap
+		r.fsm.awaitDurable = r.overlap.AwaitDurable
+		trans.commitBound = r.overlap.CommitBound
+	}
 	logs := newLogCache(logStore, logCacheEntries, logCacheBytes)
 	rf, err := raft.NewRaft(rc, r.fsm, kickingLogStore{LogStore: logs, fsm: r.fsm}, stable, snaps, trans)
 	if err != nil {
@@ -356,9 +371,15 @@ func (r *Replica) startRaft() error {
 				err = serr
 			}
 		}
+		if r.overlap != nil {
+			r.overlap.close()
+		}
 		closeStore()
 		trans.Close()
 		return fmt.Errorf("server: starting raft: %w", err)
+	}
+	if r.overlap != nil {
+		r.overlap.follow(rf)
 	}
 	r.raft, r.logs, r.transport, r.snapStore = rf, logs, trans, snaps
 	return nil
@@ -601,6 +622,9 @@ func (r *Replica) Close() error {
 		r.fwd.close()
 		err = r.shutdownRaft()
 		r.transport.shut() // no heartbeat reaches the stores closed below
+		if r.overlap != nil {
+			r.overlap.close() // what raft queued is stored before the stores close
+		}
 		r.peers.close()
 		r.fsm.notices.closeAll()
 		r.fsm.failAll(ErrClosed)

@@ -25,8 +25,9 @@ const (
 	// went to raft (ApplyLog); it waits while an entry is in flight.
 	StageProposeQueue
 	// StageRaft (leader), per entry: ApplyLog → the entry starts applying:
-	// raft's queue, the log store's write and fsync, replication to a
-	// majority and their fsyncs, the commit.
+	// raft's queue, the log store's write and fsync (alongside the
+	// replication unless SerialAppend), replication to a majority and
+	// their fsyncs, the commit.
 	StageRaft
 	// StageApply (every server), per entry: applying its commands (fsm,
 	// watch triggers, completing the waiting requests).
@@ -40,8 +41,10 @@ const (
 	// StageTotal: the session layer took the request → its reply written.
 	StageTotal
 	// StageAppend (every server), per call: raft's log store append of
-	// one batch of entries, fsync included (on the leader inside raft,
-	// before it replicates; on a follower inside its AppendEntries).
+	// one batch of entries, fsync included (on the leader by overlap.go's
+	// writer while the entries replicate, or inside raft before it
+	// replicates with SerialAppend; on a follower inside its
+	// AppendEntries).
 	StageAppend
 	NumStages
 )

@@ -1,0 +1,434 @@
+package replica
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"coord/fsm"
+	"coord/vocab"
+)
+
+// heldStore is an in-memory log store whose appends wait while the test
+// holds them, and which records the
+// order of the entries it stored.
+type heldStore struct {
+	*raft.InmemStore
+	mu     sync.Mutex
+	hold   chan struct{} // non-nil: writes wait for it to close
+	fail   error         // non-nil: writes fail with it
+	stored []uint64      // indexes in the order they were stored
+	writes chan struct{} // a write started (buffered)
+}
+
+func newHeldStore() *heldStore {
+	return &heldStore{InmemStore: raft.NewInmemStore(), writes: make(chan struct{}, 1000)}
+}
+
+func (h *heldStore) holdWrites() {
+	h.mu.Lock()
+	h.hold = make(chan struct{})
+	h.mu.Unlock()
+}
+
+func (h *heldStore) release() {
+	h.mu.Lock()
+	if h.hold != nil {
+		close(h.hold)
+		h.hold = nil
+	}
+	h.mu.Unlock()
+}
+
+func (h *heldStore) wait() error {
+	h.writes <- struct{}{}
+	h.mu.Lock()
+	hold, err := h.hold, h.fail
+	h.mu.Unlock()
+	if hold != nil {
+		<-hold
+	}
+	return err
+}
+
+func (h *heldStore) StoreLog(l *raft.Log) error { return h.StoreLogs([]*raft.Log{l}) }
+
+func (h *heldStore) StoreLogs(logs []*raft.Log) error {
+	if err := h.wait(); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	for _, l := range logs {
+		h.stored = append(h.stored, l.Index)
+	}
+	h.mu.Unlock()
+	return h.InmemStore.StoreLogs(logs)
+}
+
+
+func (h *heldStore) order() []uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]uint64(nil), h.stored...)
+}
+
+func cmdEntries(from, to uint64) []*raft.Log {
+	var out []*raft.Log
+	for i := from; i <= to; i++ {
+		out = append(out, &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: marker(i)})
+	}
+	return out
+}
+
+func newTestOverlap(store raft.LogStore, leading *bool, mu *sync.Mutex) *overlapLog {
+	o := newOverlapLog(store, nil, nil)
+	f := func() bool { mu.Lock(); defer mu.Unlock(); return *leading }
+	o.leading.Store(&f)
+	return o
+}
+
+// returnsWithin runs f and reports whether it returned within d.
+func returnsWithin(d time.Duration, f func()) (done chan struct{}, ok bool) {
+	done = make(chan struct{})
+	go func() { f(); close(done) }()
+	select {
+	case <-done:
+		return done, true
+	case <-time.After(d):
+		return done, false
+	}
+}
+
+// On a leader an append returns before it is durable; the entries are
+// served from memory meanwhile, the commit bound stays below them and
+// AwaitDurable waits for them.
+func TestOverlapLogQueuesOnTheLeader(t *testing.T) {
+	h := newHeldStore()
+	var mu sync.Mutex
+	leading := true
+	o := newTestOverlap(h, &leading, &mu)
+	defer o.close()
+
+	if err := o.StoreLogs(cmdEntries(1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.AwaitDurable(2); err != nil {
+		t.Fatal(err)
+	}
+	if b := o.CommitBound(); b != math.MaxUint64 {
+		t.Fatalf("bound %d with nothing pending, want none", b)
+	}
+
+	h.holdWrites()
+	if _, ok := returnsWithin(2*time.Second, func() {
+		if err := o.StoreLogs(cmdEntries(3, 5)); err != nil {
+			t.Error(err)
+		}
+	}); !ok {
+		t.Fatal("a leader's append waited for the store")
+	}
+	<-h.writes // the writer is storing 3..5
+	var l raft.Log
+	if err := o.GetLog(4, &l); err != nil || string(l.Data) != string(marker(4)) {
+		t.Fatalf("pending entry 4: %v %q", err, l.Data)
+	}
+	if last, _ := o.LastIndex(); last != 5 {
+		t.Fatalf("last index %d, want 5", last)
+	}
+	if b := o.CommitBound(); b != 2 {
+		t.Fatalf("commit bound %d while 3..5 are not durable, want 2", b)
+	}
+	if err := o.AwaitDurable(2); err != nil {
+		t.Fatal(err)
+	}
+	done, ok := returnsWithin(100*time.Millisecond, func() {
+		if err := o.AwaitDurable(4); err != nil {
+			t.Error(err)
+		}
+	})
+	if ok {
+		t.Fatal("AwaitDurable(4) returned while 4 was not durable")
+	}
+	h.release()
+	<-done
+	if b := o.CommitBound(); b != math.MaxUint64 {
+		t.Fatalf("bound %d once all are durable", b)
+	}
+	if got := h.order(); len(got) != 5 || got[4] != 5 {
+		t.Fatalf("stored %v", got)
+	}
+}
+
+// A follower's append, a configuration and a delete that reaches pending
+// entries are synchronous and come after everything queued; a delete of
+// the head does not wait.
+func TestOverlapLogSynchronousWhereRaftActsOnIt(t *testing.T) {
+	h := newHeldStore()
+	var mu sync.Mutex
+	leading := true
+	o := newTestOverlap(h, &leading, &mu)
+	defer o.close()
+
+	if err := o.StoreLogs(cmdEntries(1, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.AwaitDurable(3); err != nil {
+		t.Fatal(err)
+	}
+	h.holdWrites()
+	if err := o.StoreLogs(cmdEntries(4, 4)); err != nil {
+		t.Fatal(err)
+	}
+	<-h.writes
+	cfg := &raft.Log{Index: 5, Term: 1, Type: raft.LogConfiguration}
+	done, ok := returnsWithin(100*time.Millisecond, func() {
+		if err := o.StoreLogs([]*raft.Log{cfg}); err != nil {
+			t.Error(err)
+		}
+	})
+	if ok {
+		t.Fatal("a configuration entry was stored before the entries queued ahead of it were durable")
+	}
+	h.release()
+	<-done
+	if got := h.order(); len(got) != 5 || got[3] != 4 || got[4] != 5 {
+		t.Fatalf("stored %v, want 4 before the configuration at 5", got)
+	}
+
+	// A follower: synchronous.
+	mu.Lock()
+	leading = false
+	mu.Unlock()
+	h.holdWrites()
+	done, ok = returnsWithin(100*time.Millisecond, func() {
+		if err := o.StoreLogs(cmdEntries(6, 6)); err != nil {
+			t.Error(err)
+		}
+	})
+	if ok {
+		t.Fatal("a follower's append returned before the store had it")
+	}
+	<-h.writes
+	h.release()
+	<-done
+
+	// The head goes while entries are pending; the tail waits for them.
+	mu.Lock()
+	leading = true
+	mu.Unlock()
+	h.holdWrites()
+	if err := o.StoreLogs(cmdEntries(7, 8)); err != nil {
+		t.Fatal(err)
+	}
+	<-h.writes
+	if _, ok := returnsWithin(time.Second, func() {
+		if err := o.DeleteRange(1, 2); err != nil {
+			t.Error(err)
+		}
+	}); !ok {
+		t.Fatal("a delete of the head waited for the pending entries")
+	}
+	if err := o.StoreLogs(cmdEntries(9, 9)); err != nil {
+		t.Fatal(err)
+	}
+	done, ok = returnsWithin(100*time.Millisecond, func() {
+		if err := o.DeleteRange(8, 9); err != nil {
+			t.Error(err)
+		}
+	})
+	if ok {
+		t.Fatal("a delete of pending entries did not wait for them")
+	}
+	h.release()
+	<-done
+	if first, _ := o.FirstIndex(); first != 3 {
+		t.Fatalf("first index %d, want 3", first)
+	}
+	if last, _ := o.LastIndex(); last != 7 {
+		t.Fatalf("last index %d, want 7", last)
+	}
+}
+
+// A queued write that fails fails the log: the failure is reported,
+// AwaitDurable and every later call return it.
+func TestOverlapLogFailedWriteFailsTheLog(t *testing.T) {
+	h := newHeldStore()
+	var mu sync.Mutex
+	leading := true
+	var reported []error
+	o := newOverlapLog(h, nil, func(err error) { mu.Lock(); reported = append(reported, err); mu.Unlock() })
+	f := func() bool { return true }
+	o.leading.Store(&f)
+	defer o.close()
+
+	boom := errors.New("fsync: input/output error")
+	h.mu.Lock()
+	h.fail = boom
+	h.mu.Unlock()
+	if err := o.StoreLogs(cmdEntries(1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.AwaitDurable(2); !errors.Is(err, boom) || !errors.Is(err, ErrStoreFailed) {
+		t.Fatalf("AwaitDurable: %v, want the write's failure", err)
+	}
+	if err := o.StoreLogs(cmdEntries(3, 3)); !errors.Is(err, boom) {
+		t.Fatalf("append after the failure: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reported) != 1 || !errors.Is(reported[0], boom) {
+		t.Fatalf("reported %v, want the failure once", reported)
+	}
+	_ = leading
+}
+
+// close stores what was queued before it returns.
+func TestOverlapLogCloseStoresTheQueue(t *testing.T) {
+	h := newHeldStore()
+	var mu sync.Mutex
+	leading := true
+	o := newTestOverlap(h, &leading, &mu)
+	h.holdWrites()
+	if err := o.StoreLogs(cmdEntries(1, 3)); err != nil {
+		t.Fatal(err)
+	}
+	go func() { time.Sleep(50 * time.Millisecond); h.release() }()
+	o.close()
+	if last, _ := h.InmemStore.LastIndex(); last != 3 {
+		t.Fatalf("store's last index %d after close, want 3", last)
+	}
+}
+
+// In a real 3-server cluster whose leader's disk holds its appends, a
+// write the followers hold durably is counted committed by raft (the
+// leader counts its own queued append), yet no follower learns the commit
+// and no server applies or answers it until the leader's own append is
+// durable: then it applies everywhere.
+func TestOverlapCommitsNothingBeforeTheLeaderHoldsIt(t *testing.T) {
+	auth, err := KeyAuth(bytes.Repeat([]byte("k"), MinClusterKeyBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3
+	var members []Member
+	var lis []net.Listener
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lis = append(lis, l)
+		members = append(members, Member{ID: fmt.Sprintf("s%d", i+1), Addr: l.Addr().String(), Voter: true})
+	}
+	stores := make([]*heldStore, n)
+	reps := make([]*Replica, n)
+	for i := range reps {
+		stores[i] = newHeldStore()
+		var d net.Dialer
+		r, err := New(Config{ID: members[i].ID, Bootstrap: true, BootstrapPeers: members,
+			RaftTimeout: 200 * time.Millisecond, CommitTimeout: 2 * time.Millisecond, SnapshotInterval: time.Minute, SnapshotThreshold: 1 << 20,
+			PeerListener: lis[i], PeerDial: func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) },
+			PeerAuth: auth, Services: noServices{}, Watcher: nopObserver{},
+			LogStore: stores[i], StableStore: raft.NewInmemStore(), Snapshots: raft.NewInmemSnapshotStore()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reps[i] = r
+	}
+	for _, r := range reps {
+		r.Start()
+		defer r.Close()
+	}
+	defer func() {
+		for _, s := range stores {
+			s.release()
+		}
+	}()
+	create := func(r *Replica, path string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := r.Propose(ctx, &fsm.Command{Type: fsm.CmdCreate, Op: fsm.Op{
+			Type: fsm.CmdCreate, Path: path, ACL: vocab.OpenACLUnsafe, Mode: vocab.ModePersistent}})
+		return err
+	}
+	var leader int
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		found := -1
+		for i, r := range reps {
+			if r.IsLeader() {
+				found = i
+			}
+		}
+		if found >= 0 && create(reps[found], "/first") == nil {
+			leader = found
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no leader took a write within 10 s")
+		}
+	}
+	l := reps[leader]
+
+	stores[leader].holdWrites()
+	base := l.raft.LastIndex()
+	answered := make(chan error, 1)
+	go func() { answered <- create(l, "/held") }()
+	var idx uint64 // the write's entry: the leader's last once it appended it
+	waitUntil(t, "the leader appends the write", func() bool {
+		idx = l.raft.LastIndex()
+		return idx > base
+	})
+	waitUntil(t, "raft counts the write committed on the leader", func() bool { return l.raft.CommitIndex() >= idx })
+	for i, s := range stores {
+		if i != leader {
+			waitUntil(t, fmt.Sprintf("follower %s stores the write", members[i].ID), func() bool {
+				last, _ := s.InmemStore.LastIndex()
+				return last >= idx
+			})
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // 150 commit timeouts
+	for i, r := range reps {
+		if i != leader && r.CommitIndex() >= idx {
+			t.Errorf("follower %s learned commit %d while the leader does not hold entry %d durably", members[i].ID, r.CommitIndex(), idx)
+		}
+		if got := r.fsm.applied.Load(); got >= idx {
+			t.Errorf("%s applied entry %d before the leader held it durably", members[i].ID, got)
+		}
+	}
+	select {
+	case err := <-answered:
+		t.Fatalf("the write was answered (%v) before the leader held it durably", err)
+	default:
+	}
+
+	stores[leader].release()
+	select {
+	case err := <-answered:
+		if err != nil {
+			t.Fatalf("the write, once durable: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the write was not answered once the leader held it")
+	}
+	for i, r := range reps {
+		waitUntil(t, members[i].ID+" applies the write", func() bool { return r.fsm.applied.Load() >= idx })
+	}
+}
+
+func waitUntil(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10 s", what)
+		}
+	}
+}
