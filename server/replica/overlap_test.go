@@ -73,7 +73,6 @@ func (h *heldStore) StoreLogs(logs []*raft.Log) error {
 	return h.InmemStore.StoreLogs(logs)
 }
 
-
 func (h *heldStore) order() []uint64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
