@@ -127,7 +127,7 @@ func (h *stageHist) quantile(q float64) float64 {
 	return lo
 }
 
-var stageOrder = []string{"session", "forward", "propose_queue", "append", "raft", "apply", "local_apply", "reply", "total"}
+var stageOrder = []string{"session", "forward", "propose_queue", "append", "raft", "durable_wait", "apply", "local_apply", "reply", "total"}
 
 // printStages prints the breakdown of one run from scrapes before and
 // after it, per server.

@@ -81,7 +81,7 @@ type raftFSM struct {
 	// awaitDurable, if set, waits until this server's log holds every
 	// entry up to an index durably (overlapLog.AwaitDurable): the leader
 	// applies nothing before.
-	awaitDurable func(index uint64) error
+	awaitDurable func(index uint64) (waited bool, err error)
 
 	// stages times the write path (stages.go); mark is the leader's entry
 	// in flight.
@@ -252,9 +252,14 @@ func (r *raftFSM) ApplyBatch(logs []*raft.Log) []interface{} {
 		// On a leader raft counts its own append toward the commit before
 		// it is durable (overlap.go): apply, answer and tell followers only
 		// once it is.
-		if err := r.awaitDurable(logs[len(logs)-1].Index); err != nil {
+		start := time.Now()
+		waited, err := r.awaitDurable(logs[len(logs)-1].Index)
+		if err != nil {
 			r.log.Error("not applying entries this server's log does not hold durably", "first", logs[0].Index, "last", logs[len(logs)-1].Index, "err", err)
 			return make([]interface{}, len(logs))
+		}
+		if waited {
+			r.stages.ObserveStage(StageDurableWait, time.Since(start))
 		}
 	}
 	r.applyMu.Lock()

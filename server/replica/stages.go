@@ -46,10 +46,15 @@ const (
 	// replicates with SerialAppend; on a follower inside its
 	// AppendEntries).
 	StageAppend
+	// StageDurableWait (leader), per batch of entries that had to wait:
+	// raft committed the entries → the leader's own append of them was
+	// durable (overlap.go); a batch whose append was durable by its commit
+	// is not observed.
+	StageDurableWait
 	NumStages
 )
 
-var stageNames = [NumStages]string{"session", "forward", "propose_queue", "raft", "apply", "local_apply", "reply", "total", "append"}
+var stageNames = [NumStages]string{"session", "forward", "propose_queue", "raft", "apply", "local_apply", "reply", "total", "append", "durable_wait"}
 
 func (s Stage) String() string {
 	if s < NumStages {
