@@ -23,6 +23,10 @@ import (
 // client); ZooKeeper's leader appends while its proposal travels, so its
 // floor is two round trips plus the longer of the two appends. The floor's
 // percentiles are of sums of independently drawn samples of the parts.
+// The parallel floor assumes the servers' appends do not slow each other;
+// the "3 appends at once" row measures whether they do on this machine:
+// three writers appending to files of their own in dir at the same time,
+// as a cluster's three servers do when they share one disk.
 
 const floorEntry = 200
 
@@ -33,7 +37,13 @@ type floorResult struct {
 	RTT      floorPercentile `json:"round_trip"`
 	Serial   floorPercentile `json:"serial"`   // 2 appends + 2 round trips
 	Parallel floorPercentile `json:"parallel"` // max(2 appends) + 2 round trips
+	// Together: each append of floorWriters writers appending at once.
+	Together floorPercentile `json:"append_together"`
 }
+
+// floorWriters is how many writers the "at once" row runs: a cluster's
+// three servers.
+const floorWriters = 3
 
 type floorPercentile struct {
 	P50, P99, P999 time.Duration
@@ -47,7 +57,11 @@ func percentilesOf(h *hist) floorPercentile {
 // directory: the file system its logs are on).
 func measureFloor(dir string, n int) (floorResult, error) {
 	res := floorResult{Samples: n, Dir: dir}
-	appends, err := appendSamples(dir, n)
+	appends, err := appendSamples(dir, "floor.log", n)
+	if err != nil {
+		return res, err
+	}
+	together, err := appendsTogether(dir, n)
 	if err != nil {
 		return res, err
 	}
@@ -55,7 +69,11 @@ func measureFloor(dir string, n int) (floorResult, error) {
 	if err != nil {
 		return res, err
 	}
-	var ha, hr, hs, hp hist
+	var ha, hr, hs, hp, ht hist
+	for _, d := range together {
+		ht.record(d)
+	}
+	res.Together = percentilesOf(&ht)
 	for i := range n {
 		ha.record(appends[i])
 		hr.record(rtts[i])
@@ -69,11 +87,38 @@ func measureFloor(dir string, n int) (floorResult, error) {
 	return res, nil
 }
 
+// appendsTogether runs floorWriters appendSamples at once, each on a file
+// of its own, and returns all their samples.
+func appendsTogether(dir string, n int) ([]time.Duration, error) {
+	type result struct {
+		d   []time.Duration
+		err error
+	}
+	ch := make(chan result, floorWriters)
+	for w := range floorWriters {
+		go func() {
+			d, err := appendSamples(dir, fmt.Sprintf("floor-%d.log", w), n)
+			ch <- result{d, err}
+		}()
+	}
+	var all []time.Duration
+	var first error
+	for range floorWriters {
+		r := <-ch
+		if r.err != nil && first == nil {
+			first = r.err
+		}
+		all = append(all, r.d...)
+	}
+	return all, first
+}
+
 // appendSamples times n appends of floorEntry bytes, each followed by
-// fdatasync, into a file written out for all of them for all of them (so that no append
-// changes the file's size, which would make fdatasync write metadata).
-func appendSamples(dir string, n int) ([]time.Duration, error) {
-	path := filepath.Join(dir, "floor.log")
+// fdatasync, into the file name in dir, written out for all of them first
+// (so that no append changes the file's size, which would make fdatasync
+// write metadata).
+func appendSamples(dir, name string, n int) ([]time.Duration, error) {
+	path := filepath.Join(dir, name)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err
@@ -159,6 +204,7 @@ func printFloor(w io.Writer, f floorResult) {
 		{"round trip", f.RTT},
 		{"2 appends + 2 round trips (serial)", f.Serial},
 		{"max(2 appends) + 2 round trips", f.Parallel},
+		{fmt.Sprintf("append, %d at once (one file each)", floorWriters), f.Together},
 	} {
 		fmt.Fprintf(w, "%-36s %9s %9s %9s\n", row.name, ms(row.p.P50), ms(row.p.P99), ms(row.p.P999))
 	}

@@ -15,7 +15,7 @@ func TestMeasureFloor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, p := range map[string]floorPercentile{"append": f.Append, "round trip": f.RTT, "serial": f.Serial, "parallel": f.Parallel} {
+	for name, p := range map[string]floorPercentile{"append": f.Append, "round trip": f.RTT, "serial": f.Serial, "parallel": f.Parallel, "together": f.Together} {
 		if p.P50 <= 0 || p.P50 > p.P99 || p.P99 > p.P999 {
 			t.Errorf("%s: %+v", name, p)
 		}
@@ -28,7 +28,7 @@ func TestMeasureFloor(t *testing.T) {
 	}
 	var b strings.Builder
 	printFloor(&b, f)
-	for _, row := range []string{"append", "round trip", "(serial)", "max(2 appends)"} {
+	for _, row := range []string{"append", "round trip", "(serial)", "max(2 appends)", "3 at once"} {
 		if !strings.Contains(b.String(), row) {
 			t.Errorf("table lacks %q:\n%s", row, b.String())
 		}

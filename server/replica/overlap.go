@@ -41,8 +41,13 @@ import (
 //     refused back to raft, which retries, instead of failing the server)
 //     and every delete that reaches entries not yet durable.
 //
-// A queued write that fails fails the store (the server stops, as it does
-// on any failed log write): raft was told the entries were stored.
+// A queued write that fails fails the store and the server stops, as it
+// does on any failed log write but one refused for want of space: raft was
+// told the entries were stored, and cannot be told otherwise. So the
+// replica overlaps only over the stores it opened (checked.go), whose
+// failures stop the server anyway; a full disk is kept from the queue by
+// the disk check (syncOnly), and one that fills between two checks now
+// stops the leader too, with nothing acknowledged lost.
 type overlapLog struct {
 	raft.LogStore // the durable store
 

@@ -347,7 +347,8 @@ func TestOverlapCommitsNothingBeforeTheLeaderHoldsIt(t *testing.T) {
 			RaftTimeout: 200 * time.Millisecond, CommitTimeout: 2 * time.Millisecond, SnapshotInterval: time.Minute, SnapshotThreshold: 1 << 20,
 			PeerListener: lis[i], PeerDial: func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) },
 			PeerAuth: auth, Services: noServices{}, Watcher: nopObserver{},
-			LogStore: stores[i], StableStore: raft.NewInmemStore(), Snapshots: raft.NewInmemSnapshotStore()})
+			LogStore: stores[i], StableStore: raft.NewInmemStore(), Snapshots: raft.NewInmemSnapshotStore(),
+			overlapHandedIn: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -56,6 +56,9 @@ type Config struct {
 	// replicates it (hashicorp/raft's way) instead of while it does
 	// (overlap.go).
 	SerialAppend bool
+	// overlapHandedIn: tests overlap the leader's append over stores
+	// handed in too (normally only over the stores under DataDir).
+	overlapHandedIn bool
 	// FreshFollowers: the leader applies (and so answers) an entry only
 	// once every follower and observer that keeps up has confirmed its
 	// commit notice (at most a millisecond), and a read here waits for the
@@ -352,7 +355,11 @@ func (r *Replica) startRaft() error {
 	// The leader reads recent entries back to replicate them, and the
 	// applier reads what was just stored; a cache of them, bounded in
 	// bytes, spares both a read of the store.
-	if !cfg.SerialAppend {
+	// The overlap only over the stores the replica opened: a queued write
+	// that fails cannot be handed back to raft, so it must stop the server,
+	// which the checked store does (stores handed in keep raft's order: a
+	// failed append there makes raft step down and retry).
+	if !cfg.SerialAppend && (r.checked != nil || cfg.overlapHandedIn) {
 		var fail func(error)
 		if r.checked != nil {
 			fail = func(err error) { r.checked.fail(err) }
