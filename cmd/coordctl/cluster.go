@@ -342,7 +342,9 @@ func endpointCommand(g *globals) *cobra.Command {
 		Short: "Check that each member answers and knows a leader",
 		Long: `Ask each member (with --cluster, every member of the raft configuration; else
 each of --servers) for its status. A member is healthy when it answers within
---dial-timeout and knows a leader. Exits 10 if any member is unhealthy.`,
+--dial-timeout and knows a leader; one that answers while it elects a leader is
+asked again for up to 5 s, as the leader commands do. Exits 10 if any member is
+unhealthy.`,
 		Example: "  coordctl endpoint health\n  coordctl endpoint health --cluster -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -356,19 +358,19 @@ each of --servers) for its status. A member is healthy when it answers within
 				}
 			} else {
 				all = make([]memberStatus, len(g.servers))
-				var wg sync.WaitGroup
 				for i, addr := range g.servers {
 					all[i].member = &api.Member{GrpcAddr: addr}
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						start := time.Now()
-						all[i].st, all[i].err = g.statusOf(ctx, addr)
-						all[i].took = time.Since(start)
-					}()
 				}
-				wg.Wait()
 			}
+			var wg sync.WaitGroup
+			for i := range all {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					g.healthOf(ctx, &all[i], !cluster)
+				}()
+			}
+			wg.Wait()
 			type hj struct {
 				Endpoint string `json:"endpoint"`
 				ID       string `json:"id"`
@@ -585,4 +587,27 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// healthOf fills s with its member's status (asking first unless ask is
+// false: statusAll asked already), then asks again every 100 ms for up to
+// leaderWait while the member answers but knows no leader: an election
+// under way, which load or a leader change brings, is not an unhealthy
+// member unless it lasts. took is the time to the last answer.
+func (g *globals) healthOf(ctx context.Context, s *memberStatus, ask bool) {
+	start := time.Now().Add(-s.took)
+	if ask {
+		s.st, s.err = g.statusOf(ctx, s.member.GrpcAddr)
+		s.took = time.Since(start)
+	}
+	deadline := time.Now().Add(leaderWait)
+	for s.err == nil && s.st.LeaderId == "" && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		s.st, s.err = g.statusOf(ctx, s.member.GrpcAddr)
+		s.took = time.Since(start)
+	}
 }

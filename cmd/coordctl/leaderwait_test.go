@@ -76,3 +76,34 @@ func TestLeaderAdminWaitsForAnElection(t *testing.T) {
 		t.Errorf("gave up after %v, before leaderWait %v", d, leaderWait)
 	}
 }
+
+// TestHealthWaitsForAnElection: endpoint health asks a member that answers
+// but knows no leader again until it knows one, up to leaderWait; after
+// that the member is reported without a leader.
+func TestHealthWaitsForAnElection(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e, addr := serveElecting(t, 3)
+	g := &globals{servers: []string{addr}, dialTimeout: time.Second}
+	s := memberStatus{member: &api.Member{GrpcAddr: addr}}
+	g.healthOf(ctx, &s, true)
+	if s.err != nil || s.st.LeaderId != "s1" {
+		t.Fatalf("health during a short election: %+v, %v", s.st, s.err)
+	}
+	if n := e.calls.Load(); n != 4 {
+		t.Errorf("Status asked %d times, want 4 (3 without a leader)", n)
+	}
+
+	defer func(w time.Duration) { leaderWait = w }(leaderWait)
+	leaderWait = 300 * time.Millisecond
+	_, addr = serveElecting(t, 1000)
+	s = memberStatus{member: &api.Member{GrpcAddr: addr}}
+	start := time.Now()
+	g.healthOf(ctx, &s, true)
+	if s.err != nil || s.st.LeaderId != "" {
+		t.Fatalf("health with no election in sight: %+v, %v", s.st, s.err)
+	}
+	if d := time.Since(start); d < leaderWait {
+		t.Errorf("gave up after %v, before leaderWait %v", d, leaderWait)
+	}
+}
