@@ -324,13 +324,24 @@ func (c *rawConn) call(op int32, body func(*jw)) rawReply {
 	if err := c.writeFrame(w.b); err != nil {
 		c.t.Fatalf("raw op %d: %v", op, err)
 	}
-	select {
-	case rep := <-c.replies:
+	check := func(rep rawReply) rawReply {
 		if rep.xid != c.xid {
 			c.t.Fatalf("raw op %d: reply xid %d, want %d", op, rep.xid, c.xid)
 		}
 		return rep
+	}
+	select {
+	case rep := <-c.replies:
+		return check(rep)
 	case <-c.closed:
+		// readLoop queued every reply it read before it closed closed: a
+		// reply and the close that follows it (closeSession) can both be
+		// ready here, and select picks either.
+		select {
+		case rep := <-c.replies:
+			return check(rep)
+		default:
+		}
 		c.t.Fatalf("raw op %d: the server closed the connection", op)
 	case <-time.After(wait):
 		c.t.Fatalf("raw op %d: no reply within %v", op, wait)
