@@ -63,14 +63,13 @@ type overlapLog struct {
 
 	mu   sync.Mutex
 	cond *sync.Cond // pend, busy, err or closed changed
-	// pend: the entries handed in and not yet durable, ascending and
-	// contiguous; the writer is storing the first writing of them.
-	pend    []*raft.Log
-	writing int
-	busy    bool // the store is being written (the writer, or a synchronous call)
-	err     error
-	closed  bool
-	done    chan struct{} // closed when the writer has returned
+	// pend: the one batch handed in and not yet durable (raft's logCache
+	// above has cut it to at most storeChunkBytes).
+	pend   []*raft.Log
+	busy   bool // the store is being written (the writer, or a synchronous call)
+	err    error
+	closed bool
+	done   chan struct{} // closed when the writer has returned
 	// firstPending is pend[0].Index, or 0 when nothing is pending: read
 	// without the lock on every AppendEntries the leader sends.
 	firstPending atomic.Uint64
@@ -162,34 +161,26 @@ func (o *overlapLog) exclusive(f func() error) error {
 	return err
 }
 
-// run is the writer: it stores the queued entries, at most
-// storeChunkBytes of them at a time (at least one entry), until the log
-// closes with nothing queued, or a write fails.
+// run is the writer: it stores each queued batch, until the log closes
+// with nothing queued, or a write fails.
 func (o *overlapLog) run() {
 	defer close(o.done)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for {
-		for o.err == nil && (len(o.pend) == 0 || o.busy) && !o.closed {
+		for o.err == nil && (o.busy || (len(o.pend) == 0 && !o.closed)) {
 			o.cond.Wait()
 		}
-		if o.err != nil || (o.closed && len(o.pend) == 0) {
-			return
+		if o.err != nil || len(o.pend) == 0 {
+			return // failed, or closed with nothing queued
 		}
-		if o.busy {
-			continue // closed, a synchronous call still writes: wait for it
-		}
-		n, size := 1, len(o.pend[0].Data)
-		for n < len(o.pend) && size+len(o.pend[n].Data) <= storeChunkBytes {
-			size += len(o.pend[n].Data)
-			n++
-		}
-		batch := o.pend[:n:n]
-		o.busy, o.writing = true, n
+		batch := o.pend
+		n := len(batch)
+		o.busy = true
 		o.mu.Unlock()
 		err := o.LogStore.StoreLogs(batch)
 		o.mu.Lock()
-		o.busy, o.writing = false, 0
+		o.busy = false
 		if err != nil {
 			o.err = fmt.Errorf("%w: storing the leader's entries %d..%d: %w", ErrStoreFailed, batch[0].Index, batch[n-1].Index, err)
 			o.cond.Broadcast()
@@ -198,14 +189,10 @@ func (o *overlapLog) run() {
 			}
 			return
 		}
-		rest := copy(o.pend, o.pend[n:])
-		clear(o.pend[rest:])
-		o.pend = o.pend[:rest]
-		if rest > 0 {
-			o.firstPending.Store(o.pend[0].Index)
-		} else {
-			o.firstPending.Store(0)
-		}
+		// Nothing was queued meanwhile: the next append waits for this one.
+		clear(o.pend)
+		o.pend = o.pend[:0]
+		o.firstPending.Store(0)
 		o.cond.Broadcast()
 	}
 }
