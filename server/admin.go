@@ -336,7 +336,7 @@ func (a *adminService) TransferLeadership(ctx context.Context, req *api.Transfer
 	if !s.rep.IsLeader() {
 		return nil, errNotLeader
 	}
-	if err := s.rep.TransferLeadership(req.Id); err != nil {
+	if err := s.rep.TransferLeadership(ctx, req.Id); err != nil {
 		return nil, err
 	}
 	deadline := time.Now().Add(s.leaderWait())

@@ -229,7 +229,7 @@ func TestElectionDropsNoOne(t *testing.T) {
 		ps = append(ps, startPinger(s))
 	}
 	for round := 0; round < 3; round++ {
-		if err := c.Servers[li].rep.TransferLeadership(""); err != nil {
+		if err := c.Servers[li].rep.TransferLeadership(t.Context(), ""); err != nil {
 			t.Fatalf("leadership transfer: %v", err)
 		}
 		for c.Leader() == li {

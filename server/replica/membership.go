@@ -1,7 +1,9 @@
 package replica
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -113,21 +115,60 @@ func (r *Replica) RemoveServer(id string, timeout time.Duration) error {
 }
 
 // TransferLeadership hands leadership to the voter id (any suitable voter
-// if id is ""), on the leader.
-func (r *Replica) TransferLeadership(id string) error {
-	if id == "" {
-		return r.raft.LeadershipTransfer().Error()
-	}
-	cfg, err := r.Configuration()
-	if err != nil {
-		return err
-	}
-	for _, m := range cfg {
-		if m.ID == id {
-			return r.raft.LeadershipTransferToServer(raft.ServerID(id), raft.ServerAddress(m.Addr)).Error()
+// if id is ""), on the leader. Raft gives one try an election timeout
+// (RaftTimeout) for the target to catch up and win, which a loaded machine
+// can miss; so a try that timed out while this server still leads is made
+// again, one RaftTimeout later, until ctx is done or for at most
+// transferTries RaftTimeouts. A target that won after its try timed out
+// counts as a transfer.
+func (r *Replica) TransferLeadership(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, transferTries*r.cfg.RaftTimeout)
+	defer cancel()
+	addr := raft.ServerAddress("")
+	if id != "" {
+		cfg, err := r.Configuration()
+		if err != nil {
+			return err
+		}
+		for _, m := range cfg {
+			if m.ID == id {
+				addr = raft.ServerAddress(m.Addr)
+			}
+		}
+		if addr == "" {
+			return errors.New("server: no such server in the configuration")
 		}
 	}
-	return errors.New("server: no such server in the configuration")
+	for {
+		var err error
+		if id == "" {
+			err = r.raft.LeadershipTransfer().Error()
+		} else {
+			err = r.raft.LeadershipTransferToServer(raft.ServerID(id), addr).Error()
+		}
+		if err == nil || !transferTimedOut(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(r.cfg.RaftTimeout):
+		}
+		if r.raft.State() != raft.Leader {
+			return nil
+		}
+	}
+}
+
+// transferTries bounds how long TransferLeadership tries, in RaftTimeouts
+// (4.5 s at the default 150 ms), for callers whose ctx has no deadline.
+const transferTries = 30
+
+// transferTimedOut reports a leadership transfer that ran out of time, or
+// that found the previous try still winding down: raft reports the first
+// only as text.
+func transferTimedOut(err error) bool {
+	return errors.Is(err, raft.ErrLeadershipTransferInProgress) || strings.Contains(err.Error(), "leadership transfer timeout")
 }
 
 // TakeSnapshot asks raft for a snapshot now and returns its last index.

@@ -322,13 +322,22 @@ func TestOverlapLogCloseStoresTheQueue(t *testing.T) {
 // leader counts its own queued append), yet no follower learns the commit
 // and no server applies or answers it until the leader's own append is
 // durable: then it applies everywhere.
-func TestOverlapCommitsNothingBeforeTheLeaderHoldsIt(t *testing.T) {
+// heldCluster starts n voters over TCP peer planes, each on a heldStore
+// (the overlap on), and waits until one leader took a write ("/first").
+type heldCluster struct {
+	reps    []*Replica
+	stores  []*heldStore
+	members []Member
+	leader  int
+}
+
+func startHeldCluster(t *testing.T, n int, raftTimeout time.Duration) *heldCluster {
+	t.Helper()
 	auth, err := KeyAuth(bytes.Repeat([]byte("k"), MinClusterKeyBytes))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 3
-	var members []Member
+	c := &heldCluster{}
 	var lis []net.Listener
 	for i := 0; i < n; i++ {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -336,62 +345,70 @@ func TestOverlapCommitsNothingBeforeTheLeaderHoldsIt(t *testing.T) {
 			t.Fatal(err)
 		}
 		lis = append(lis, l)
-		members = append(members, Member{ID: fmt.Sprintf("s%d", i+1), Addr: l.Addr().String(), Voter: true})
+		c.members = append(c.members, Member{ID: fmt.Sprintf("s%d", i+1), Addr: l.Addr().String(), Voter: true})
 	}
-	stores := make([]*heldStore, n)
-	reps := make([]*Replica, n)
-	for i := range reps {
-		stores[i] = newHeldStore()
+	c.stores = make([]*heldStore, n)
+	c.reps = make([]*Replica, n)
+	for i := range c.reps {
+		c.stores[i] = newHeldStore()
 		var d net.Dialer
-		r, err := New(Config{ID: members[i].ID, Bootstrap: true, BootstrapPeers: members,
-			RaftTimeout: 200 * time.Millisecond, CommitTimeout: 2 * time.Millisecond, SnapshotInterval: time.Minute, SnapshotThreshold: 1 << 20,
+		r, err := New(Config{ID: c.members[i].ID, Bootstrap: true, BootstrapPeers: c.members,
+			RaftTimeout: raftTimeout, CommitTimeout: 2 * time.Millisecond, SnapshotInterval: time.Minute, SnapshotThreshold: 1 << 20,
 			PeerListener: lis[i], PeerDial: func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) },
 			PeerAuth: auth, Services: noServices{}, Watcher: nopObserver{},
-			LogStore: stores[i], StableStore: raft.NewInmemStore(), Snapshots: raft.NewInmemSnapshotStore(),
+			LogStore: c.stores[i], StableStore: raft.NewInmemStore(), Snapshots: raft.NewInmemSnapshotStore(),
 			overlapHandedIn: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		reps[i] = r
+		c.reps[i] = r
 	}
-	for _, r := range reps {
+	for _, r := range c.reps {
 		r.Start()
-		defer r.Close()
 	}
-	defer func() {
-		for _, s := range stores {
+	t.Cleanup(func() {
+		for _, s := range c.stores {
 			s.release()
 		}
-	}()
-	create := func(r *Replica, path string) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, err := r.Propose(ctx, &fsm.Command{Type: fsm.CmdCreate, Op: fsm.Op{
-			Type: fsm.CmdCreate, Path: path, ACL: vocab.OpenACLUnsafe, Mode: vocab.ModePersistent}})
-		return err
-	}
-	var leader int
+		for _, r := range c.reps {
+			r.Close()
+		}
+	})
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		found := -1
-		for i, r := range reps {
+		for i, r := range c.reps {
 			if r.IsLeader() {
 				found = i
 			}
 		}
-		if found >= 0 && create(reps[found], "/first") == nil {
-			leader = found
-			break
+		if found >= 0 && c.create(found, "/first") == nil {
+			c.leader = found
+			return c
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("no leader took a write within 10 s")
 		}
 	}
+}
+
+// create proposes a persistent znode at path on replica i.
+func (c *heldCluster) create(i int, path string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := c.reps[i].Propose(ctx, &fsm.Command{Type: fsm.CmdCreate, Op: fsm.Op{
+		Type: fsm.CmdCreate, Path: path, ACL: vocab.OpenACLUnsafe, Mode: vocab.ModePersistent}})
+	return err
+}
+
+func TestOverlapCommitsNothingBeforeTheLeaderHoldsIt(t *testing.T) {
+	c := startHeldCluster(t, 3, 200*time.Millisecond)
+	reps, stores, members, leader := c.reps, c.stores, c.members, c.leader
 	l := reps[leader]
 
 	stores[leader].holdWrites()
 	base := l.raft.LastIndex()
 	answered := make(chan error, 1)
-	go func() { answered <- create(l, "/held") }()
+	go func() { answered <- c.create(leader, "/held") }()
 	var idx uint64 // the write's entry: the leader's last once it appended it
 	waitUntil(t, "the leader appends the write", func() bool {
 		idx = l.raft.LastIndex()
