@@ -22,6 +22,9 @@ type heartbeatGate struct {
 	// commitBound, if set, caps the commit index every AppendEntries
 	// carries (overlapLog.CommitBound).
 	commitBound func() uint64
+	// acked, if set, is told of each AppendEntries with entries that a
+	// follower answered with success (overlapLog.Acked).
+	acked func(id raft.ServerID, term, index uint64)
 
 	mu     sync.RWMutex // read-held while a heartbeat is handled
 	closed bool
@@ -68,8 +71,7 @@ func (g *heartbeatGate) AppendEntriesPipeline(id raft.ServerID, target raft.Serv
 	if err != nil {
 		return nil, err
 	}
-	gp := newGuardedPipeline(p, g.pipelineWait)
-	gp.commitBound = g.commitBound
+	gp := newGuardedPipeline(p, g.pipelineWait, id, g.commitBound, g.acked)
 	return gp, nil
 }
 
@@ -77,7 +79,21 @@ func (g *heartbeatGate) AppendEntriesPipeline(id raft.ServerID, target raft.Serv
 // (commitBound).
 func (g *heartbeatGate) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	capCommit(args, g.commitBound)
-	return g.NetworkTransport.AppendEntries(id, target, args, resp)
+	err := g.NetworkTransport.AppendEntries(id, target, args, resp)
+	if err == nil {
+		reportAck(g.acked, id, args, resp)
+	}
+	return err
+}
+
+// reportAck tells acked of a successful answer to an AppendEntries that
+// carried entries: the follower holds them durably (its append is
+// synchronous). An empty one (a heartbeat, a probe) says nothing new, as
+// raft too counts only entries.
+func reportAck(acked func(raft.ServerID, uint64, uint64), id raft.ServerID, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) {
+	if acked != nil && resp.Success && len(args.Entries) > 0 {
+		acked(id, args.Term, args.Entries[len(args.Entries)-1].Index)
+	}
 }
 
 // capCommit lowers args' commit index to bound's, if bound is set: a

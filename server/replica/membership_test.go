@@ -12,7 +12,7 @@ import (
 // first.
 func TestTransferLeadershipOutlastsASlowTarget(t *testing.T) {
 	const timeout = 200 * time.Millisecond
-	c := startHeldCluster(t, 3, timeout)
+	c := startHeldCluster(t, 3, 0, timeout)
 	target := (c.leader + 1) % 3
 	id := c.members[target].ID
 

@@ -1,9 +1,11 @@
 package replica
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -20,19 +22,35 @@ import (
 //  1. On the leader, StoreLogs queues the entries and returns at once; a
 //     writer of its own stores them in the durable store under it. Until
 //     then they are served from memory (GetLog), so replication starts
-//     while the leader's fsync runs. One batch is in flight at most: the
-//     next append waits for it, as it would in raft's order, so that a
-//     loaded leader's next batch gathers what arrives meanwhile.
+//     while the leader's fsync runs. The next append waits until what is
+//     queued is held by a majority (2.), as raft's order would have it
+//     wait for the leader's fsync, so that a loaded leader's next batch
+//     gathers what arrives meanwhile; it is queued behind a batch that
+//     followers alone hold, so that write's latency does not pass to the
+//     next.
 //  2. raft now counts the leader toward an entry's commit before the
 //     leader holds it durably. So the commit raft computes may run ahead
-//     of what a majority holds, and nothing may act on it before the
-//     leader's own append is durable: the leader's apply waits for it
+//     of what a majority holds, and nothing may act on it before a
+//     majority of the voters hold the entry durably: the leader once its
+//     own append is, or followers alone (ZooKeeper's leader, too, commits
+//     on any majority of acknowledgements; the Raft thesis, 10.2.1, allows
+//     it). A follower's append is synchronous, so its successful answer to
+//     an AppendEntries says it holds those entries durably: the transport
+//     reports each (Acked). The leader's apply waits for that majority
 //     (AwaitDurable, raftFSM), and every commit position the leader sends
-//     is capped at its durable index (CommitBound: raft's
-//     LeaderCommitIndex in AppendEntries, through heartbeatGate and
-//     guardedPipeline; coord's commit notices and Commits stream send
-//     what apply is about to apply, after that wait). An entry raft
-//     counted early and a crashed leader then lost was seen by nobody.
+//     is capped at it (CommitBound: raft's LeaderCommitIndex in
+//     AppendEntries, through heartbeatGate and guardedPipeline; coord's
+//     commit notices and Commits stream send what apply is about to apply,
+//     after that wait). An entry raft counted early and a crashed leader
+//     then lost was seen by nobody. Followers are counted only for
+//     entries of the term whose leader sent them (an earlier term's entry
+//     commits with the first of this term, as in raft), and only if
+//     they are voters of the latest configuration: every entry still
+//     queued was appended after it, since a configuration entry is stored
+//     only once all before it are durable (3.). The voters are read from
+//     raft once per term (GetConfiguration, off raft's goroutine) and from
+//     each configuration entry the leader stores; until then only the
+//     leader's own append counts.
 //  3. What raft itself acts on at its commit stays exact: a configuration
 //     entry (raft takes the next membership change once one commits) is
 //     stored synchronously, after everything queued before it. So is every
@@ -61,26 +79,51 @@ type overlapLog struct {
 	// store's fail: the server must stop).
 	fail func(error)
 
+	// raft, once it runs: the voters are read from it.
+	raft atomic.Pointer[raft.Raft]
+	self raft.ServerID
+
 	mu   sync.Mutex
-	cond *sync.Cond // pend, busy, err or closed changed
-	// pend: the one batch handed in and not yet durable (raft's logCache
-	// above has cut it to at most storeChunkBytes).
+	cond *sync.Cond // pend, bound, busy, err or closed changed
+	// pend: the entries handed in and not yet durable here, in order:
+	// at most two batches (the next is queued only once a majority holds
+	// the one before).
 	pend   []*raft.Log
 	busy   bool // the store is being written (the writer, or a synchronous call)
 	err    error
 	closed bool
 	done   chan struct{} // closed when the writer has returned
-	// firstPending is pend[0].Index, or 0 when nothing is pending: read
-	// without the lock on every AppendEntries the leader sends.
+	// acks: each follower's last entry known durable there, with the term
+	// of the leader that sent it.
+	acks map[raft.ServerID]termIndex
+	// voters: the voters of the latest configuration known on this
+	// leader, for the term and configuration index they were read in.
+	voters   []raft.ServerID
+	votersAt termIndex
+	fetching bool // a read of the voters from raft is under way
+	// firstPending is pend[0].Index, or 0 when nothing is pending; bound
+	// is the last index a majority of the voters holds durably
+	// (MaxUint64 when nothing is pending). Both are read without the lock
+	// on every AppendEntries the leader sends and answer it gets.
 	firstPending atomic.Uint64
+	bound        atomic.Uint64
+}
+
+// termIndex is a log position as a leader of term saw it.
+type termIndex struct{ term, index uint64 }
+
+func (a termIndex) before(b termIndex) bool {
+	return a.term < b.term || (a.term == b.term && a.index < b.index)
 }
 
 // errOverlapClosed: the log closed before an entry was durable.
 var errOverlapClosed = errors.New("raft log closed before the entry was durable")
 
-func newOverlapLog(store raft.LogStore, syncOnly func() bool, fail func(error)) *overlapLog {
-	o := &overlapLog{LogStore: store, syncOnly: syncOnly, fail: fail, done: make(chan struct{})}
+func newOverlapLog(store raft.LogStore, self raft.ServerID, syncOnly func() bool, fail func(error)) *overlapLog {
+	o := &overlapLog{LogStore: store, self: self, syncOnly: syncOnly, fail: fail, done: make(chan struct{}),
+		acks: make(map[raft.ServerID]termIndex)}
 	o.cond = sync.NewCond(&o.mu)
+	o.bound.Store(math.MaxUint64)
 	go o.run()
 	return o
 }
@@ -102,9 +145,10 @@ func (o *overlapLog) queueing(logs []*raft.Log) bool {
 	return true
 }
 
-// follow has appends queued while r leads.
+// follow has appends queued while r leads, and reads the voters from r.
 func (o *overlapLog) follow(r *raft.Raft) {
 	leading := func() bool { return r.State() == raft.Leader }
+	o.raft.Store(r)
 	o.leading.Store(&leading)
 }
 
@@ -120,12 +164,12 @@ func (o *overlapLog) StoreLogs(logs []*raft.Log) error {
 		return o.err
 	}
 	if o.queueing(logs) && !o.closed {
-		// One batch in flight at most: a leader under load waits here
-		// for the previous batch's fsync, as raft's own order would have
+		// A leader under load waits here until a majority holds what is
+		// queued (usually: its own fsync), as raft's own order would have
 		// it wait, so its next batch gathers what arrives meanwhile
 		// (without the wait it wrote and replicated many small batches,
 		// and 64 sessions' setData ran 9% slower).
-		for len(o.pend) > 0 && o.err == nil {
+		for n := len(o.pend); n > 0 && o.bound.Load() < o.pend[n-1].Index && o.err == nil; n = len(o.pend) {
 			o.cond.Wait()
 		}
 		if o.err != nil {
@@ -133,14 +177,159 @@ func (o *overlapLog) StoreLogs(logs []*raft.Log) error {
 			return o.err
 		}
 		o.pend = append(o.pend, logs...)
-		o.firstPending.Store(o.pend[0].Index)
+		o.wantVoters(logs[0].Term)
+		o.recount()
 		o.cond.Broadcast()
 		o.mu.Unlock()
 		return nil
 	}
 	err := o.exclusive(func() error { return o.LogStore.StoreLogs(logs) })
+	if err == nil {
+		o.learnVoters(logs)
+	}
 	o.mu.Unlock()
 	return err
+}
+
+// Acked records that follower id answered an AppendEntries of a leader of
+// term with success: it holds the entries up to index durably.
+func (o *overlapLog) Acked(id raft.ServerID, term, index uint64) {
+	if f := o.firstPending.Load(); f == 0 || index < f {
+		return // nothing queued that this could commit
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	at := termIndex{term, index}
+	if prev, ok := o.acks[id]; ok && !prev.before(at) {
+		return
+	}
+	o.acks[id] = at
+	o.recount()
+}
+
+// recount sets firstPending and bound from pend, the acks and the voters,
+// and wakes waiters if the bound moved. o.mu is held.
+func (o *overlapLog) recount() {
+	n := len(o.pend)
+	if n == 0 {
+		o.firstPending.Store(0)
+		if o.bound.Swap(math.MaxUint64) != math.MaxUint64 {
+			o.cond.Broadcast()
+		}
+		return
+	}
+	first := o.pend[0].Index
+	o.firstPending.Store(first)
+	bound := first - 1 // what this leader holds durably
+	if q := o.followersHold(); q > bound {
+		bound = q
+	}
+	if o.bound.Swap(bound) != bound {
+		o.cond.Broadcast()
+	}
+}
+
+// followersHold is the last queued entry that enough followers hold
+// durably to make a majority of the voters without this server, or 0.
+// o.mu is held and pend is not empty.
+func (o *overlapLog) followersHold() uint64 {
+	last := o.pend[len(o.pend)-1]
+	if o.votersAt.term != last.Term || len(o.voters) == 0 {
+		return 0
+	}
+	need := len(o.voters)/2 + 1
+	var buf [8]uint64
+	held := buf[:0]
+	for _, id := range o.voters {
+		if a, ok := o.acks[id]; ok && id != o.self && a.term == last.Term {
+			held = append(held, a.index)
+		}
+	}
+	if len(held) < need {
+		return 0
+	}
+	slices.SortFunc(held, func(a, b uint64) int { return cmp.Compare(b, a) })
+	q := min(held[need-1], last.Index)
+	first := o.pend[0].Index
+	if q < first || o.pend[q-first].Term != last.Term {
+		// Below what is queued, or an earlier term's entry: that commits
+		// only with one of this term, as in raft.
+		return 0
+	}
+	return q
+}
+
+// wantVoters starts a read of the voters from raft if those known are not
+// of term. o.mu is held.
+func (o *overlapLog) wantVoters(term uint64) {
+	r := o.raft.Load()
+	if o.votersAt.term == term || o.fetching || r == nil {
+		return
+	}
+	o.fetching = true
+	go func() {
+		// Not on raft's goroutine (StoreLogs runs there): the future
+		// waits for it. The term, read before, dates the answer.
+		f := r.GetConfiguration()
+		err := f.Error()
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		o.fetching = false
+		if err != nil || r.CurrentTerm() != term || r.State() != raft.Leader {
+			return
+		}
+		o.setVoters(termIndex{term, f.Index()}, f.Configuration())
+	}()
+}
+
+// learnVoters takes the voters of each configuration entry in logs that
+// this leader stored. o.mu is held.
+func (o *overlapLog) learnVoters(logs []*raft.Log) {
+	leading := o.leading.Load()
+	if leading == nil || !(*leading)() {
+		return
+	}
+	for _, l := range logs {
+		if l.Type != raft.LogConfiguration {
+			continue
+		}
+		if cfg, ok := decodeConfiguration(l.Data); ok {
+			o.setVoters(termIndex{l.Term, l.Index}, cfg)
+		} else {
+			// Unreadable here (raft itself reads it): count only this
+			// server's own append until the voters are read from raft.
+			o.voters, o.votersAt = o.voters[:0], termIndex{l.Term, l.Index}
+		}
+	}
+}
+
+// decodeConfiguration is raft.DecodeConfiguration without its panic on
+// data it cannot read.
+func decodeConfiguration(data []byte) (cfg raft.Configuration, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return raft.DecodeConfiguration(data), true
+}
+
+// setVoters keeps cfg's voters unless those known are of a later position.
+// o.mu is held.
+func (o *overlapLog) setVoters(at termIndex, cfg raft.Configuration) {
+	if at.before(o.votersAt) {
+		return
+	}
+	o.voters = o.voters[:0]
+	for _, s := range cfg.Servers {
+		if s.Suffrage == raft.Voter {
+			o.voters = append(o.voters, s.ID)
+		}
+	}
+	o.votersAt = at
+	if len(o.pend) > 0 {
+		o.recount()
+	}
 }
 
 // exclusive runs f on the store once every queued entry is durable and
@@ -174,8 +363,8 @@ func (o *overlapLog) run() {
 		if o.err != nil || len(o.pend) == 0 {
 			return // failed, or closed with nothing queued
 		}
-		batch := o.pend
-		n := len(batch)
+		n := len(o.pend)
+		batch := o.pend[:n:n] // appends meanwhile go past it
 		o.busy = true
 		o.mu.Unlock()
 		err := o.LogStore.StoreLogs(batch)
@@ -189,35 +378,31 @@ func (o *overlapLog) run() {
 			}
 			return
 		}
-		// Nothing was queued meanwhile: the next append waits for this one.
-		clear(o.pend)
-		o.pend = o.pend[:0]
-		o.firstPending.Store(0)
+		rest := copy(o.pend, o.pend[n:]) // a batch queued meanwhile
+		clear(o.pend[rest:])
+		o.pend = o.pend[:rest]
+		o.recount()
 		o.cond.Broadcast()
 	}
 }
 
 // CommitBound is the highest commit index the leader may tell others of:
-// the entry before the first one not yet durable here (no bound when all
-// are).
-func (o *overlapLog) CommitBound() uint64 {
-	if f := o.firstPending.Load(); f != 0 {
-		return f - 1
-	}
-	return math.MaxUint64
-}
+// the last entry a majority of the voters holds durably (no bound when
+// this server holds every entry).
+func (o *overlapLog) CommitBound() uint64 { return o.bound.Load() }
 
-// AwaitDurable waits until every entry up to index this log was handed is
-// durable, and reports whether it had to wait. It fails if a write failed.
+// AwaitDurable waits until a majority of the voters holds every entry up
+// to index durably (this server counted once its own append is), and
+// reports whether it had to wait. It fails if a write failed.
 func (o *overlapLog) AwaitDurable(index uint64) (waited bool, err error) {
-	if f := o.firstPending.Load(); f == 0 || f > index {
+	if o.bound.Load() >= index {
 		return false, nil
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	// The writer stores everything queued before it returns, unless a
 	// write fails.
-	for o.err == nil && len(o.pend) > 0 && o.pend[0].Index <= index {
+	for o.err == nil && o.bound.Load() < index {
 		o.cond.Wait()
 	}
 	return true, o.err

@@ -88,7 +88,7 @@ func cmdEntries(from, to uint64) []*raft.Log {
 }
 
 func newTestOverlap(store raft.LogStore, leading *bool, mu *sync.Mutex) *overlapLog {
-	o := newOverlapLog(store, nil, nil)
+	o := newOverlapLog(store, "s1", nil, nil)
 	f := func() bool { mu.Lock(); defer mu.Unlock(); return *leading }
 	o.leading.Store(&f)
 	return o
@@ -177,6 +177,148 @@ func TestOverlapLogQueuesOnTheLeader(t *testing.T) {
 	}
 	if got := h.order(); len(got) != 6 || got[4] != 5 || got[5] != 6 {
 		t.Fatalf("stored %v, want 1..6 in order", got)
+	}
+}
+
+// votersConfig is a configuration of the voters ids and the non-voters
+// others.
+func votersConfig(ids []raft.ServerID, others ...raft.ServerID) raft.Configuration {
+	var cfg raft.Configuration
+	for _, id := range ids {
+		cfg.Servers = append(cfg.Servers, raft.Server{ID: id, Suffrage: raft.Voter, Address: raft.ServerAddress(id)})
+	}
+	for _, id := range others {
+		cfg.Servers = append(cfg.Servers, raft.Server{ID: id, Suffrage: raft.Nonvoter, Address: raft.ServerAddress(id)})
+	}
+	return cfg
+}
+
+// On a leader whose disk holds its append, queued entries count as held by
+// a majority once enough voters among the followers acknowledged them in
+// this term: a non-voter, another term's acknowledgement or one follower
+// of three voters is not enough. The next batch is queued behind a batch
+// a majority holds, and the one after waits.
+func TestOverlapLogCountsFollowersThatHoldIt(t *testing.T) {
+	h := newHeldStore()
+	var mu sync.Mutex
+	leading := true
+	o := newTestOverlap(h, &leading, &mu)
+	defer func() { h.release(); o.close() }()
+	o.mu.Lock()
+	o.setVoters(termIndex{1, 1}, votersConfig([]raft.ServerID{"s1", "s2", "s3"}, "s4"))
+	o.mu.Unlock()
+
+	h.holdWrites()
+	if err := o.StoreLogs(cmdEntries(1, 3)); err != nil {
+		t.Fatal(err)
+	}
+	<-h.writes // the writer is storing 1..3
+	awaited, ok := returnsWithin(50*time.Millisecond, func() {
+		if waited, err := o.AwaitDurable(2); err != nil || !waited {
+			t.Errorf("AwaitDurable(2): waited %v, %v", waited, err)
+		}
+	})
+	if ok {
+		t.Fatal("AwaitDurable(2) returned with nothing held by anyone")
+	}
+	o.Acked("s2", 1, 3)
+	o.Acked("s4", 1, 3) // a non-voter
+	o.Acked("s3", 0, 3) // an earlier term's leader
+	if b := o.CommitBound(); b != 0 {
+		t.Fatalf("commit bound %d with one voter of three holding 1..3, want 0", b)
+	}
+	select {
+	case <-awaited:
+		t.Fatal("AwaitDurable(2) returned with one voter of three holding it")
+	case <-time.After(50 * time.Millisecond):
+	}
+
+	o.Acked("s3", 1, 2)
+	<-awaited
+	if b := o.CommitBound(); b != 2 {
+		t.Fatalf("commit bound %d once s2 and s3 hold 1..2, want 2", b)
+	}
+	// 3 is held by one follower: the next batch waits for it.
+	next, ok := returnsWithin(50*time.Millisecond, func() {
+		if err := o.StoreLogs(cmdEntries(4, 4)); err != nil {
+			t.Error(err)
+		}
+	})
+	if ok {
+		t.Fatal("a batch was queued behind one a majority does not hold")
+	}
+	o.Acked("s3", 1, 3)
+	<-next
+	if b := o.CommitBound(); b != 3 {
+		t.Fatalf("commit bound %d with 4 queued behind 1..3, want 3", b)
+	}
+	var l raft.Log
+	if err := o.GetLog(4, &l); err != nil || string(l.Data) != string(marker(4)) {
+		t.Fatalf("queued entry 4: %v %q", err, l.Data)
+	}
+	if last, _ := o.LastIndex(); last != 4 {
+		t.Fatalf("last index %d, want 4", last)
+	}
+	// 4 is held by nobody: the one after waits.
+	third, ok := returnsWithin(50*time.Millisecond, func() {
+		if err := o.StoreLogs(cmdEntries(5, 5)); err != nil {
+			t.Error(err)
+		}
+	})
+	if ok {
+		t.Fatal("a third batch was queued behind one nobody holds")
+	}
+	h.release()
+	<-third
+	if _, err := o.AwaitDurable(5); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.order(); len(got) != 5 || got[3] != 4 || got[4] != 5 {
+		t.Fatalf("stored %v, want 1..5 in order", got)
+	}
+	if b := o.CommitBound(); b != math.MaxUint64 {
+		t.Fatalf("bound %d once all are durable", b)
+	}
+}
+
+// The voters follow the configuration entries a leader stores; an entry of
+// an earlier term counts only once one of this term does.
+func TestOverlapLogVotersFollowTheConfiguration(t *testing.T) {
+	h := newHeldStore()
+	var mu sync.Mutex
+	leading := true
+	o := newTestOverlap(h, &leading, &mu)
+	defer func() { h.release(); o.close() }()
+	o.mu.Lock()
+	o.setVoters(termIndex{2, 1}, votersConfig([]raft.ServerID{"s1", "s2", "s3"}))
+	o.mu.Unlock()
+	// Five voters from entry 2 on.
+	cfg := raft.Log{Index: 2, Term: 2, Type: raft.LogConfiguration,
+		Data: raft.EncodeConfiguration(votersConfig([]raft.ServerID{"s1", "s2", "s3", "s4", "s5"}))}
+	if err := o.StoreLogs([]*raft.Log{{Index: 1, Term: 2, Type: raft.LogNoop}, &cfg}); err != nil {
+		t.Fatal(err)
+	}
+	// An earlier voter set read late does not replace it.
+	o.mu.Lock()
+	o.setVoters(termIndex{2, 1}, votersConfig([]raft.ServerID{"s1", "s2", "s3"}))
+	o.mu.Unlock()
+
+	h.holdWrites()
+	if err := o.StoreLogs([]*raft.Log{{Index: 3, Term: 1, Type: raft.LogCommand}, {Index: 4, Term: 2, Type: raft.LogCommand}}); err != nil {
+		t.Fatal(err)
+	}
+	o.Acked("s2", 2, 4)
+	o.Acked("s3", 2, 4)
+	if b := o.CommitBound(); b != 2 {
+		t.Fatalf("bound %d with 2 of 4 followers of 5 voters holding 3..4, want 2", b)
+	}
+	o.Acked("s4", 2, 3)
+	if b := o.CommitBound(); b != 2 {
+		t.Fatalf("bound %d with 3 of 5 voters holding only entry 3, of an earlier term, want 2", b)
+	}
+	o.Acked("s4", 2, 4)
+	if b := o.CommitBound(); b != 4 {
+		t.Fatalf("bound %d with 3 of 5 voters holding 3..4, want 4", b)
 	}
 }
 
@@ -274,7 +416,7 @@ func TestOverlapLogFailedWriteFailsTheLog(t *testing.T) {
 	var mu sync.Mutex
 	leading := true
 	var reported []error
-	o := newOverlapLog(h, nil, func(err error) { mu.Lock(); reported = append(reported, err); mu.Unlock() })
+	o := newOverlapLog(h, "s1", nil, func(err error) { mu.Lock(); reported = append(reported, err); mu.Unlock() })
 	f := func() bool { return true }
 	o.leading.Store(&f)
 	defer o.close()
@@ -317,13 +459,9 @@ func TestOverlapLogCloseStoresTheQueue(t *testing.T) {
 	}
 }
 
-// In a real 3-server cluster whose leader's disk holds its appends, a
-// write the followers hold durably is counted committed by raft (the
-// leader counts its own queued append), yet no follower learns the commit
-// and no server applies or answers it until the leader's own append is
-// durable: then it applies everywhere.
-// heldCluster starts n voters over TCP peer planes, each on a heldStore
-// (the overlap on), and waits until one leader took a write ("/first").
+// heldCluster starts voters voters and observers non-voters over TCP peer
+// planes, each on a heldStore (the overlap on), and waits until one leader
+// took a write ("/first") that every server stored.
 type heldCluster struct {
 	reps    []*Replica
 	stores  []*heldStore
@@ -331,13 +469,14 @@ type heldCluster struct {
 	leader  int
 }
 
-func startHeldCluster(t *testing.T, n int, raftTimeout time.Duration) *heldCluster {
+func startHeldCluster(t *testing.T, voters, observers int, raftTimeout time.Duration) *heldCluster {
 	t.Helper()
 	auth, err := KeyAuth(bytes.Repeat([]byte("k"), MinClusterKeyBytes))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &heldCluster{}
+	n := voters + observers
 	var lis []net.Listener
 	for i := 0; i < n; i++ {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -345,14 +484,14 @@ func startHeldCluster(t *testing.T, n int, raftTimeout time.Duration) *heldClust
 			t.Fatal(err)
 		}
 		lis = append(lis, l)
-		c.members = append(c.members, Member{ID: fmt.Sprintf("s%d", i+1), Addr: l.Addr().String(), Voter: true})
+		c.members = append(c.members, Member{ID: fmt.Sprintf("s%d", i+1), Addr: l.Addr().String(), Voter: i < voters})
 	}
 	c.stores = make([]*heldStore, n)
 	c.reps = make([]*Replica, n)
 	for i := range c.reps {
 		c.stores[i] = newHeldStore()
 		var d net.Dialer
-		r, err := New(Config{ID: c.members[i].ID, Bootstrap: true, BootstrapPeers: c.members,
+		r, err := New(Config{ID: c.members[i].ID, Bootstrap: i < voters, BootstrapPeers: c.members[:voters],
 			RaftTimeout: raftTimeout, CommitTimeout: 2 * time.Millisecond, SnapshotInterval: time.Minute, SnapshotThreshold: 1 << 20,
 			PeerListener: lis[i], PeerDial: func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) },
 			PeerAuth: auth, Services: noServices{}, Watcher: nopObserver{},
@@ -376,19 +515,32 @@ func startHeldCluster(t *testing.T, n int, raftTimeout time.Duration) *heldClust
 	})
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		found := -1
-		for i, r := range c.reps {
+		for i, r := range c.reps[:voters] {
 			if r.IsLeader() {
 				found = i
 			}
 		}
 		if found >= 0 && c.create(found, "/first") == nil {
 			c.leader = found
-			return c
+			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("no leader took a write within 10 s")
 		}
 	}
+	for _, m := range c.members[voters:] {
+		if err := c.reps[c.leader].AddNonvoter(m.ID, m.Addr, 10*time.Second); err != nil {
+			t.Fatalf("adding %s as an observer: %v", m.ID, err)
+		}
+	}
+	last := c.reps[c.leader].raft.LastIndex()
+	for i, s := range c.stores {
+		waitUntil(t, c.members[i].ID+" stores the set-up", func() bool {
+			l, _ := s.InmemStore.LastIndex()
+			return l >= last
+		})
+	}
+	return c
 }
 
 // create proposes a persistent znode at path on replica i.
@@ -400,12 +552,22 @@ func (c *heldCluster) create(i int, path string) error {
 	return err
 }
 
-func TestOverlapCommitsNothingBeforeTheLeaderHoldsIt(t *testing.T) {
-	c := startHeldCluster(t, 3, 200*time.Millisecond)
+// In a real cluster of 3 voters and an observer, raft on the leader counts
+// a write committed once one follower holds it (it counts the leader's own
+// queued append). While the leader's and that other follower's disks hold
+// their appends, only one voter and the observer hold it durably: no
+// follower learns the commit and no server applies or answers it. Once the
+// second follower holds it, a majority of the voters does without the
+// leader: it applies everywhere and is answered while the leader's own
+// disk still holds it back.
+func TestOverlapCommitsWhatAMajorityOfVotersHolds(t *testing.T) {
+	c := startHeldCluster(t, 3, 1, 200*time.Millisecond)
 	reps, stores, members, leader := c.reps, c.stores, c.members, c.leader
 	l := reps[leader]
+	slow := (leader + 1) % 3 // the follower whose disk is held too
 
 	stores[leader].holdWrites()
+	stores[slow].holdWrites()
 	base := l.raft.LastIndex()
 	answered := make(chan error, 1)
 	go func() { answered <- c.create(leader, "/held") }()
@@ -416,8 +578,8 @@ func TestOverlapCommitsNothingBeforeTheLeaderHoldsIt(t *testing.T) {
 	})
 	waitUntil(t, "raft counts the write committed on the leader", func() bool { return l.raft.CommitIndex() >= idx })
 	for i, s := range stores {
-		if i != leader {
-			waitUntil(t, fmt.Sprintf("follower %s stores the write", members[i].ID), func() bool {
+		if i != leader && i != slow {
+			waitUntil(t, fmt.Sprintf("%s stores the write", members[i].ID), func() bool {
 				last, _ := s.InmemStore.LastIndex()
 				return last >= idx
 			})
@@ -426,29 +588,41 @@ func TestOverlapCommitsNothingBeforeTheLeaderHoldsIt(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // 150 commit timeouts
 	for i, r := range reps {
 		if i != leader && r.CommitIndex() >= idx {
-			t.Errorf("follower %s learned commit %d while the leader does not hold entry %d durably", members[i].ID, r.CommitIndex(), idx)
+			t.Errorf("%s learned commit %d while one voter of 3 holds entry %d durably", members[i].ID, r.CommitIndex(), idx)
 		}
 		if got := r.fsm.applied.Load(); got >= idx {
-			t.Errorf("%s applied entry %d before the leader held it durably", members[i].ID, got)
+			t.Errorf("%s applied entry %d while one voter of 3 holds it durably", members[i].ID, got)
 		}
 	}
 	select {
 	case err := <-answered:
-		t.Fatalf("the write was answered (%v) before the leader held it durably", err)
+		t.Fatalf("the write was answered (%v) while one voter of 3 held it durably", err)
 	default:
 	}
 
-	stores[leader].release()
+	stores[slow].release()
 	select {
 	case err := <-answered:
 		if err != nil {
-			t.Fatalf("the write, once durable: %v", err)
+			t.Fatalf("the write, once two followers hold it: %v", err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the write was not answered once the leader held it")
+		t.Fatal("the write was not answered once two followers of 3 voters held it")
 	}
 	for i, r := range reps {
 		waitUntil(t, members[i].ID+" applies the write", func() bool { return r.fsm.applied.Load() >= idx })
+	}
+	if last, _ := stores[leader].InmemStore.LastIndex(); last >= idx {
+		t.Fatalf("the leader's disk was held, yet it stored entry %d", idx)
+	}
+
+	stores[leader].release()
+	waitUntil(t, "the leader stores the write", func() bool {
+		last, _ := stores[leader].InmemStore.LastIndex()
+		return last >= idx
+	})
+	if err := c.create(leader, "/after"); err != nil {
+		t.Fatalf("a write after the leader's disk is back: %v", err)
 	}
 }
 

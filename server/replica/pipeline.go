@@ -41,6 +41,9 @@ type guardedPipeline struct {
 	wait  time.Duration
 	// commitBound caps each request's commit index (capCommit).
 	commitBound func() uint64
+	// acked is told of each successful answer (reportAck) from id.
+	acked func(id raft.ServerID, term, index uint64)
+	id    raft.ServerID
 }
 
 // transportTimeout bounds each RPC of raft's network transport.
@@ -53,12 +56,13 @@ const pipelineSlots = raft.DefaultMaxRPCsInFlight
 // errPipelineStalled: no answer of the follower was taken within the wait.
 var errPipelineStalled = errors.New("replication pipeline stalled: no answer taken in time")
 
-func newGuardedPipeline(p raft.AppendPipeline, wait time.Duration) *guardedPipeline {
+func newGuardedPipeline(p raft.AppendPipeline, wait time.Duration, id raft.ServerID, commitBound func() uint64, acked func(raft.ServerID, uint64, uint64)) *guardedPipeline {
 	if wait <= 0 {
 		wait = transportTimeout
 	}
 	g := &guardedPipeline{AppendPipeline: p, slots: make(chan struct{}, pipelineSlots),
-		out: make(chan raft.AppendFuture), done: make(chan struct{}), wait: wait}
+		out: make(chan raft.AppendFuture), done: make(chan struct{}), wait: wait,
+		id: id, commitBound: commitBound, acked: acked}
 	go g.forward()
 	return g
 }
@@ -96,6 +100,10 @@ func (g *guardedPipeline) forward() {
 	for {
 		select {
 		case f := <-in:
+			// The transport hands over a future once its answer is in.
+			if g.acked != nil && f.Error() == nil {
+				reportAck(g.acked, g.id, f.Request(), f.Response())
+			}
 			select {
 			case g.out <- f:
 				<-g.slots

@@ -81,7 +81,7 @@ func TestGuardedPipelineFailsWhereRaftsHangs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newGuardedPipeline(p, 200*time.Millisecond)
+	g := newGuardedPipeline(p, 200*time.Millisecond, "s2", nil, nil)
 	defer g.Close()
 	sendUntilStuck(g, 1)
 	<-g.Consumer()
@@ -101,7 +101,7 @@ func TestGuardedPipelinePassesAnswersInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newGuardedPipeline(p, 200*time.Millisecond)
+	g := newGuardedPipeline(p, 200*time.Millisecond, "s2", nil, nil)
 	defer g.Close()
 	const total = 1000
 	got := make(chan uint64, total)

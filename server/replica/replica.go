@@ -364,10 +364,11 @@ func (r *Replica) startRaft() error {
 		if r.checked != nil {
 			fail = func(err error) { r.checked.fail(err) }
 		}
-		r.overlap = newOverlapLog(logStore, r.diskLow.Load, fail)
+		r.overlap = newOverlapLog(logStore, raft.ServerID(cfg.ID), r.diskLow.Load, fail)
 		logStore = r.overlap
 		r.fsm.awaitDurable = r.overlap.AwaitDurable
 		trans.commitBound = r.overlap.CommitBound
+		trans.acked = r.overlap.Acked
 	}
 	logs := newLogCache(logStore, logCacheEntries, logCacheBytes)
 	rf, err := raft.NewRaft(rc, r.fsm, kickingLogStore{LogStore: logs, fsm: r.fsm}, stable, snaps, trans)
