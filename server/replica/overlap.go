@@ -97,10 +97,14 @@ type overlapLog struct {
 	// of the leader that sent it.
 	acks map[raft.ServerID]termIndex
 	// voters: the voters of the latest configuration known on this
-	// leader, for the term and configuration index they were read in.
-	voters   []raft.ServerID
-	votersAt termIndex
-	fetching bool // a read of the voters from raft is under way
+	// leader, for the term and configuration index they were read in
+	// (index 0: read from raft, which does not say), and the entries they
+	// govern: those after votersFrom.
+	voters     []raft.ServerID
+	votersAt   termIndex
+	votersFrom uint64
+	fetching   bool   // a read of the voters from raft is under way
+	lastHanded uint64 // the last index raft handed to StoreLogs
 	// firstPending is pend[0].Index, or 0 when nothing is pending; bound
 	// is the last index a majority of the voters holds durably
 	// (MaxUint64 when nothing is pending). Both are read without the lock
@@ -177,6 +181,7 @@ func (o *overlapLog) StoreLogs(logs []*raft.Log) error {
 			return o.err
 		}
 		o.pend = append(o.pend, logs...)
+		o.lastHanded = logs[len(logs)-1].Index
 		o.wantVoters(logs[0].Term)
 		o.recount()
 		o.cond.Broadcast()
@@ -185,6 +190,7 @@ func (o *overlapLog) StoreLogs(logs []*raft.Log) error {
 	}
 	err := o.exclusive(func() error { return o.LogStore.StoreLogs(logs) })
 	if err == nil {
+		o.lastHanded = logs[len(logs)-1].Index
 		o.learnVoters(logs)
 	}
 	o.mu.Unlock()
@@ -251,9 +257,10 @@ func (o *overlapLog) followersHold() uint64 {
 	slices.SortFunc(held, func(a, b uint64) int { return cmp.Compare(b, a) })
 	q := min(held[need-1], last.Index)
 	first := o.pend[0].Index
-	if q < first || o.pend[q-first].Term != last.Term {
-		// Below what is queued, or an earlier term's entry: that commits
-		// only with one of this term, as in raft.
+	if q < first || q <= o.votersFrom || o.pend[q-first].Term != last.Term {
+		// Below what is queued; an entry that may be of an earlier
+		// configuration; or an earlier term's entry, which commits only
+		// with one of this term, as in raft.
 		return 0
 	}
 	return q
@@ -268,8 +275,13 @@ func (o *overlapLog) wantVoters(term uint64) {
 	}
 	o.fetching = true
 	go func() {
-		// Not on raft's goroutine (StoreLogs runs there): the future
-		// waits for it. The term, read before, dates the answer.
+		// raft sets its latest configuration just before it stores the
+		// entry, and does not say at which index: entries handed in
+		// before this read may be of the configuration before (until its
+		// entry is stored, after them), those handed in after it are of
+		// this one or of one whose entry this log stores (learnVoters).
+		// So what is read governs only entries after the last handed in
+		// once it is read. The term, read before, dates the answer.
 		f := r.GetConfiguration()
 		err := f.Error()
 		o.mu.Lock()
@@ -278,7 +290,7 @@ func (o *overlapLog) wantVoters(term uint64) {
 		if err != nil || r.CurrentTerm() != term || r.State() != raft.Leader {
 			return
 		}
-		o.setVoters(termIndex{term, f.Index()}, f.Configuration())
+		o.setVoters(termIndex{term, 0}, o.lastHanded, f.Configuration())
 	}()
 }
 
@@ -294,7 +306,7 @@ func (o *overlapLog) learnVoters(logs []*raft.Log) {
 			continue
 		}
 		if cfg, ok := decodeConfiguration(l.Data); ok {
-			o.setVoters(termIndex{l.Term, l.Index}, cfg)
+			o.setVoters(termIndex{l.Term, l.Index}, l.Index, cfg)
 		} else {
 			// Unreadable here (raft itself reads it): count only this
 			// server's own append until the voters are read from raft.
@@ -314,12 +326,13 @@ func decodeConfiguration(data []byte) (cfg raft.Configuration, ok bool) {
 	return raft.DecodeConfiguration(data), true
 }
 
-// setVoters keeps cfg's voters unless those known are of a later position.
-// o.mu is held.
-func (o *overlapLog) setVoters(at termIndex, cfg raft.Configuration) {
+// setVoters keeps cfg's voters, for the entries after from, unless those
+// known are of a later position. o.mu is held.
+func (o *overlapLog) setVoters(at termIndex, from uint64, cfg raft.Configuration) {
 	if at.before(o.votersAt) {
 		return
 	}
+	o.votersFrom = from
 	o.voters = o.voters[:0]
 	for _, s := range cfg.Servers {
 		if s.Suffrage == raft.Voter {

@@ -205,7 +205,7 @@ func TestOverlapLogCountsFollowersThatHoldIt(t *testing.T) {
 	o := newTestOverlap(h, &leading, &mu)
 	defer func() { h.release(); o.close() }()
 	o.mu.Lock()
-	o.setVoters(termIndex{1, 1}, votersConfig([]raft.ServerID{"s1", "s2", "s3"}, "s4"))
+	o.setVoters(termIndex{1, 1}, 0, votersConfig([]raft.ServerID{"s1", "s2", "s3"}, "s4"))
 	o.mu.Unlock()
 
 	h.holdWrites()
@@ -290,7 +290,7 @@ func TestOverlapLogVotersFollowTheConfiguration(t *testing.T) {
 	o := newTestOverlap(h, &leading, &mu)
 	defer func() { h.release(); o.close() }()
 	o.mu.Lock()
-	o.setVoters(termIndex{2, 1}, votersConfig([]raft.ServerID{"s1", "s2", "s3"}))
+	o.setVoters(termIndex{2, 1}, 0, votersConfig([]raft.ServerID{"s1", "s2", "s3"}))
 	o.mu.Unlock()
 	// Five voters from entry 2 on.
 	cfg := raft.Log{Index: 2, Term: 2, Type: raft.LogConfiguration,
@@ -298,9 +298,10 @@ func TestOverlapLogVotersFollowTheConfiguration(t *testing.T) {
 	if err := o.StoreLogs([]*raft.Log{{Index: 1, Term: 2, Type: raft.LogNoop}, &cfg}); err != nil {
 		t.Fatal(err)
 	}
-	// An earlier voter set read late does not replace it.
+	// A voter set read from raft late, in the same term, does not
+	// replace it.
 	o.mu.Lock()
-	o.setVoters(termIndex{2, 1}, votersConfig([]raft.ServerID{"s1", "s2", "s3"}))
+	o.setVoters(termIndex{2, 0}, 2, votersConfig([]raft.ServerID{"s1", "s2", "s3"}))
 	o.mu.Unlock()
 
 	h.holdWrites()
@@ -319,6 +320,35 @@ func TestOverlapLogVotersFollowTheConfiguration(t *testing.T) {
 	o.Acked("s4", 2, 4)
 	if b := o.CommitBound(); b != 4 {
 		t.Fatalf("bound %d with 3 of 5 voters holding 3..4, want 4", b)
+	}
+
+	// In term 3 the voters read from raft once entry 5 was handed in
+	// govern only the entries after it: 5 may be of the configuration
+	// before.
+	h.release()
+	waitUntil(t, "3..4 stored", func() bool { return o.firstPending.Load() == 0 })
+	h.holdWrites()
+	if err := o.StoreLogs([]*raft.Log{{Index: 5, Term: 3, Type: raft.LogCommand}}); err != nil {
+		t.Fatal(err)
+	}
+	o.mu.Lock()
+	o.setVoters(termIndex{3, 0}, o.lastHanded, votersConfig([]raft.ServerID{"s1", "s2", "s3"}))
+	o.mu.Unlock()
+	o.Acked("s2", 3, 5)
+	o.Acked("s3", 3, 5)
+	if b := o.CommitBound(); b != 4 {
+		t.Fatalf("bound %d with entry 5 handed in before the voters were read, want 4", b)
+	}
+	h.release()
+	waitUntil(t, "5 stored", func() bool { return o.firstPending.Load() == 0 })
+	h.holdWrites()
+	if err := o.StoreLogs([]*raft.Log{{Index: 6, Term: 3, Type: raft.LogCommand}}); err != nil {
+		t.Fatal(err)
+	}
+	o.Acked("s2", 3, 6)
+	o.Acked("s3", 3, 6)
+	if b := o.CommitBound(); b != 6 {
+		t.Fatalf("bound %d with 2 followers of 3 voters holding entry 6, want 6", b)
 	}
 }
 
