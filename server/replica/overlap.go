@@ -309,7 +309,7 @@ func (o *overlapLog) learnVoters(logs []*raft.Log) {
 			o.setVoters(termIndex{l.Term, l.Index}, l.Index, cfg)
 		} else {
 			// Unreadable here (raft itself reads it): count only this
-			// server's own append until the voters are read from raft.
+			// server's own append for the rest of the term.
 			o.voters, o.votersAt = o.voters[:0], termIndex{l.Term, l.Index}
 		}
 	}
