@@ -41,7 +41,8 @@ type fakeReplica struct {
 	changed   chan struct{}
 	hold      bool
 	passwords uint64
-	refuse    int // the next so many commands fail before the log
+	refuse    int   // the next so many commands fail before the log
+	refuseErr error // with this error (replica.ErrNoLeader if nil)
 }
 
 // logEntry is a command in the fake log with its waiting request.
@@ -63,8 +64,12 @@ func (f *fakeReplica) Submit(cmd *fsm.Command, done func(replica.Result)) {
 	f.logMu.Lock()
 	if f.refuse > 0 {
 		f.refuse--
+		err := f.refuseErr
 		f.logMu.Unlock()
-		done(replica.Result{Err: replica.ErrNoLeader})
+		if err == nil {
+			err = replica.ErrNoLeader
+		}
+		done(replica.Result{Err: err})
 		return
 	}
 	cmd.Time = f.clock.Now().UnixMilli()
@@ -134,9 +139,9 @@ func (f *fakeReplica) apply(n int) int {
 
 // refuseNext makes the next n submitted commands fail before the log, as
 // a leader's full queue or lost leadership fails them.
-func (f *fakeReplica) refuseNext(n int) {
+func (f *fakeReplica) refuseNext(n int, err error) {
 	f.logMu.Lock()
-	f.refuse = n
+	f.refuse, f.refuseErr = n, err
 	f.logMu.Unlock()
 }
 
