@@ -56,7 +56,7 @@ func (f *forwarder) send(seq uint64, cmd *fsm.Command, fail func(error)) {
 	}
 	f.inflight[seq] = forwarded{fail: fail, sent: time.Now()}
 	if err := f.stream.Send(&api.ForwardRequest{Seq: seq, Command: cmd.Encode(nil)}); err != nil {
-		f.resetLocked(fmt.Errorf("server: forwarding to %s: %w (%w)", f.leader, err, ErrLeaderGone))
+		f.resetLocked(fmt.Errorf("server: forwarding to %s: %w", f.leader, err))
 	}
 }
 
@@ -74,7 +74,7 @@ func (f *forwarder) connectLocked() error {
 			return nil
 		}
 		if errors.Is(err, errSelfLeader) && f.r.raft.State() == raft.Leader {
-			f.resetLocked(fmt.Errorf("server: this server leads now (%w)", ErrLeaderGone))
+			f.resetLocked(errors.New("server: this server leads now"))
 			return err
 		}
 		lastErr = err
@@ -99,7 +99,7 @@ func (f *forwarder) tryConnectLocked(ctx context.Context) error {
 	if f.stream != nil && f.leader == id {
 		return nil
 	}
-	f.resetLocked(fmt.Errorf("server: leader changed (%w)", ErrLeaderGone))
+	f.resetLocked(errors.New("server: leader changed"))
 	cc, err := grpc.NewClient(addr, f.r.peers.dialOptions()...)
 	if err != nil {
 		return err
@@ -127,7 +127,7 @@ func (f *forwarder) receive(stream api.Internal_ForwardClient) {
 		f.mu.Lock()
 		if err != nil {
 			if f.stream == stream {
-				f.resetLocked(fmt.Errorf("server: forward stream to %s: %w (%w)", f.leader, err, ErrLeaderGone))
+				f.resetLocked(fmt.Errorf("server: forward stream to %s: %w", f.leader, err))
 			}
 			f.mu.Unlock()
 			return

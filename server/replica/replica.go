@@ -180,10 +180,6 @@ var (
 	ErrClosed = errors.New("server: closed")
 	// ErrNoLeader: the cluster has no leader this server can reach.
 	ErrNoLeader = errors.New("server: no leader")
-	// ErrLeaderGone fails a write this server forwarded when the stream to
-	// the leader breaks or the leader changes before it answers: the write
-	// may or may not commit.
-	ErrLeaderGone = errors.New("the leader went away before answering; outcome unknown")
 	// ErrSnapshotInstalled fails the requests this server was waiting on
 	// when it installed a snapshot: their entries may be folded into the
 	// snapshot, where no entry completes them. Their fate is unknown to

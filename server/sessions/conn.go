@@ -133,7 +133,9 @@ func (l *Layer) connect(ctx context.Context, req *ConnectRequest, ip string) (*C
 		// The session now belongs to this connection: once that is in the
 		// log, anything still in flight on its old connection, here or on
 		// another server, fails with SessionMoved.
-		ar, err := l.attach(ctx, id, owner)
+		cctx, cancel := context.WithTimeout(ctx, 2*l.rep.LeaderWait())
+		ar, err := l.rep.Propose(cctx, &fsm.Command{Type: fsm.CmdAttachSession, Session: id, Owner: owner})
+		cancel()
 		if err == nil && ar.Res.Err != nil {
 			return nil, nil, refuse(ErrSessionExpired, "session 0x%x expired", id)
 		}
@@ -489,36 +491,6 @@ func (c *Conn) Next() (msgs []Message, ok bool) { return c.out.next() }
 // Written tells the connection that the messages of the last Next reached
 // the client, which makes room for more requests.
 func (c *Conn) Written() { c.out.written() }
-
-// attach proposes that session id now belongs to the connection owner. A
-// proposal the leader's going away failed (the stream to it broke, or it
-// changed: replica.ErrLeaderGone, outcome unknown) is made again once this
-// server serves again, within ctx, rather than turning the client away: an
-// attach applied twice names the same owner, and nothing is in flight on
-// a connection not yet made. A connect storm after a leader's death met
-// that refusal at the election, and each client tried again from scratch
-// (docs/benchmarks.md, "Why the tries were turned away").
-func (l *Layer) attach(ctx context.Context, id int64, owner string) (replica.Result, error) {
-	for {
-		cctx, cancel := context.WithTimeout(ctx, 2*l.rep.LeaderWait())
-		ar, err := l.rep.Propose(cctx, &fsm.Command{Type: fsm.CmdAttachSession, Session: id, Owner: owner})
-		cancel()
-		if err == nil || !errors.Is(err, replica.ErrLeaderGone) {
-			return ar, err
-		}
-		sctx, scancel := context.WithTimeout(ctx, l.rep.LeaderWait())
-		werr := l.cfg.WaitServing(sctx)
-		scancel()
-		if werr != nil || ctx.Err() != nil {
-			return ar, err
-		}
-		select {
-		case <-ctx.Done():
-			return ar, err
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
 
 // CloseErr is the error the connection was shut with (nil for a plain
 // close).

@@ -41,8 +41,7 @@ type fakeReplica struct {
 	changed   chan struct{}
 	hold      bool
 	passwords uint64
-	refuse    int   // the next so many commands fail before the log
-	refuseErr error // with this error (replica.ErrNoLeader if nil)
+	refuse    int // the next so many commands fail before the log
 }
 
 // logEntry is a command in the fake log with its waiting request.
@@ -64,12 +63,8 @@ func (f *fakeReplica) Submit(cmd *fsm.Command, done func(replica.Result)) {
 	f.logMu.Lock()
 	if f.refuse > 0 {
 		f.refuse--
-		err := f.refuseErr
 		f.logMu.Unlock()
-		if err == nil {
-			err = replica.ErrNoLeader
-		}
-		done(replica.Result{Err: err})
+		done(replica.Result{Err: replica.ErrNoLeader})
 		return
 	}
 	cmd.Time = f.clock.Now().UnixMilli()
@@ -139,9 +134,9 @@ func (f *fakeReplica) apply(n int) int {
 
 // refuseNext makes the next n submitted commands fail before the log, as
 // a leader's full queue or lost leadership fails them.
-func (f *fakeReplica) refuseNext(n int, err error) {
+func (f *fakeReplica) refuseNext(n int) {
 	f.logMu.Lock()
-	f.refuse, f.refuseErr = n, err
+	f.refuse = n
 	f.logMu.Unlock()
 }
 

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"coord/fsm"
-	"coord/server/replica"
 	"coord/session"
 	"coord/vocab"
 	"coord/watch"
@@ -352,11 +351,7 @@ func (w *world) run(line string) {
 	case "release":
 		w.rep.setHold(false)
 	case "refuse":
-		w.rep.refuseNext(w.atoi(args[1]), nil)
-	case "lose-leader":
-		// The next n commands fail as a forwarded write whose leader went
-		// away under it (outcome unknown).
-		w.rep.refuseNext(w.atoi(args[1]), replica.ErrLeaderGone)
+		w.rep.refuseNext(w.atoi(args[1]))
 	case "log":
 		cmds := w.rep.pendingCommands()
 		if len(cmds) == 0 {
