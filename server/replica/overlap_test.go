@@ -289,9 +289,28 @@ func TestOverlapLogVotersFollowTheConfiguration(t *testing.T) {
 	leading := true
 	o := newTestOverlap(h, &leading, &mu)
 	defer func() { h.release(); o.close() }()
-	o.mu.Lock()
-	o.setVoters(termIndex{2, 1}, 0, votersConfig([]raft.ServerID{"s1", "s2", "s3"}))
-	o.mu.Unlock()
+	setVoters := func(at termIndex, from uint64, ids ...raft.ServerID) {
+		o.mu.Lock()
+		o.setVoters(at, from, votersConfig(ids))
+		o.mu.Unlock()
+	}
+	wantBound := func(want uint64, when string) {
+		t.Helper()
+		if b := o.CommitBound(); b != want {
+			t.Fatalf("bound %d with %s, want %d", b, when, want)
+		}
+	}
+	// queue stores what is queued, then queues logs with the store held.
+	queue := func(logs ...*raft.Log) {
+		t.Helper()
+		h.release()
+		waitUntil(t, "the queue stored", func() bool { return o.firstPending.Load() == 0 })
+		h.holdWrites()
+		if err := o.StoreLogs(logs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setVoters(termIndex{2, 1}, 0, "s1", "s2", "s3")
 	// Five voters from entry 2 on.
 	cfg := raft.Log{Index: 2, Term: 2, Type: raft.LogConfiguration,
 		Data: raft.EncodeConfiguration(votersConfig([]raft.ServerID{"s1", "s2", "s3", "s4", "s5"}))}
@@ -300,56 +319,29 @@ func TestOverlapLogVotersFollowTheConfiguration(t *testing.T) {
 	}
 	// A voter set read from raft late, in the same term, does not
 	// replace it.
-	o.mu.Lock()
-	o.setVoters(termIndex{2, 0}, 2, votersConfig([]raft.ServerID{"s1", "s2", "s3"}))
-	o.mu.Unlock()
+	setVoters(termIndex{2, 0}, 2, "s1", "s2", "s3")
 
-	h.holdWrites()
-	if err := o.StoreLogs([]*raft.Log{{Index: 3, Term: 1, Type: raft.LogCommand}, {Index: 4, Term: 2, Type: raft.LogCommand}}); err != nil {
-		t.Fatal(err)
-	}
+	queue(&raft.Log{Index: 3, Term: 1, Type: raft.LogCommand}, &raft.Log{Index: 4, Term: 2, Type: raft.LogCommand})
 	o.Acked("s2", 2, 4)
 	o.Acked("s3", 2, 4)
-	if b := o.CommitBound(); b != 2 {
-		t.Fatalf("bound %d with 2 of 4 followers of 5 voters holding 3..4, want 2", b)
-	}
+	wantBound(2, "2 of 4 followers of 5 voters holding 3..4")
 	o.Acked("s4", 2, 3)
-	if b := o.CommitBound(); b != 2 {
-		t.Fatalf("bound %d with 3 of 5 voters holding only entry 3, of an earlier term, want 2", b)
-	}
+	wantBound(2, "3 of 5 voters holding only entry 3, of an earlier term")
 	o.Acked("s4", 2, 4)
-	if b := o.CommitBound(); b != 4 {
-		t.Fatalf("bound %d with 3 of 5 voters holding 3..4, want 4", b)
-	}
+	wantBound(4, "3 of 5 voters holding 3..4")
 
 	// In term 3 the voters read from raft once entry 5 was handed in
 	// govern only the entries after it: 5 may be of the configuration
 	// before.
-	h.release()
-	waitUntil(t, "3..4 stored", func() bool { return o.firstPending.Load() == 0 })
-	h.holdWrites()
-	if err := o.StoreLogs([]*raft.Log{{Index: 5, Term: 3, Type: raft.LogCommand}}); err != nil {
-		t.Fatal(err)
-	}
-	o.mu.Lock()
-	o.setVoters(termIndex{3, 0}, o.lastHanded, votersConfig([]raft.ServerID{"s1", "s2", "s3"}))
-	o.mu.Unlock()
+	queue(&raft.Log{Index: 5, Term: 3, Type: raft.LogCommand})
+	setVoters(termIndex{3, 0}, o.lastHanded, "s1", "s2", "s3")
 	o.Acked("s2", 3, 5)
 	o.Acked("s3", 3, 5)
-	if b := o.CommitBound(); b != 4 {
-		t.Fatalf("bound %d with entry 5 handed in before the voters were read, want 4", b)
-	}
-	h.release()
-	waitUntil(t, "5 stored", func() bool { return o.firstPending.Load() == 0 })
-	h.holdWrites()
-	if err := o.StoreLogs([]*raft.Log{{Index: 6, Term: 3, Type: raft.LogCommand}}); err != nil {
-		t.Fatal(err)
-	}
+	wantBound(4, "entry 5 handed in before the voters were read")
+	queue(&raft.Log{Index: 6, Term: 3, Type: raft.LogCommand})
 	o.Acked("s2", 3, 6)
 	o.Acked("s3", 3, 6)
-	if b := o.CommitBound(); b != 6 {
-		t.Fatalf("bound %d with 2 followers of 3 voters holding entry 6, want 6", b)
-	}
+	wantBound(6, "2 followers of 3 voters holding entry 6")
 }
 
 // A follower's append, a configuration and a delete that reaches pending
