@@ -106,6 +106,22 @@ func returnsWithin(d time.Duration, f func()) (done chan struct{}, ok bool) {
 	}
 }
 
+// appendWaits starts o.StoreLogs of entries from..to and fails t (saying
+// why the append should wait) if it returns within d; the channel closes
+// when it returns.
+func appendWaits(t *testing.T, o *overlapLog, from, to uint64, d time.Duration, why string) chan struct{} {
+	t.Helper()
+	done, ok := returnsWithin(d, func() {
+		if err := o.StoreLogs(cmdEntries(from, to)); err != nil {
+			t.Error(err)
+		}
+	})
+	if ok {
+		t.Fatalf("an append returned, %s", why)
+	}
+	return done
+}
+
 // On a leader an append returns before it is durable; the entries are
 // served from memory meanwhile, the commit bound stays below them and
 // AwaitDurable waits for them.
@@ -137,14 +153,7 @@ func TestOverlapLogQueuesOnTheLeader(t *testing.T) {
 	<-h.writes // the writer is storing 3..5
 	// One batch in flight: the next waits for it, as raft's own order
 	// would have it wait, so that a loaded leader's batches grow.
-	next, ok := returnsWithin(100*time.Millisecond, func() {
-		if err := o.StoreLogs(cmdEntries(6, 6)); err != nil {
-			t.Error(err)
-		}
-	})
-	if ok {
-		t.Fatal("a second batch was queued while the first was being written")
-	}
+	next := appendWaits(t, o, 6, 6, 100*time.Millisecond, "a second batch queued while the first was being written")
 	var l raft.Log
 	if err := o.GetLog(4, &l); err != nil || string(l.Data) != string(marker(4)) {
 		t.Fatalf("pending entry 4: %v %q", err, l.Data)
@@ -239,14 +248,7 @@ func TestOverlapLogCountsFollowersThatHoldIt(t *testing.T) {
 		t.Fatalf("commit bound %d once s2 and s3 hold 1..2, want 2", b)
 	}
 	// 3 is held by one follower: the next batch waits for it.
-	next, ok := returnsWithin(50*time.Millisecond, func() {
-		if err := o.StoreLogs(cmdEntries(4, 4)); err != nil {
-			t.Error(err)
-		}
-	})
-	if ok {
-		t.Fatal("a batch was queued behind one a majority does not hold")
-	}
+	next := appendWaits(t, o, 4, 4, 50*time.Millisecond, "a batch queued behind one a majority does not hold")
 	o.Acked("s3", 1, 3)
 	<-next
 	if b := o.CommitBound(); b != 3 {
@@ -260,14 +262,7 @@ func TestOverlapLogCountsFollowersThatHoldIt(t *testing.T) {
 		t.Fatalf("last index %d, want 4", last)
 	}
 	// 4 is held by nobody: the one after waits.
-	third, ok := returnsWithin(50*time.Millisecond, func() {
-		if err := o.StoreLogs(cmdEntries(5, 5)); err != nil {
-			t.Error(err)
-		}
-	})
-	if ok {
-		t.Fatal("a third batch was queued behind one nobody holds")
-	}
+	third := appendWaits(t, o, 5, 5, 50*time.Millisecond, "a third batch queued behind one nobody holds")
 	h.release()
 	<-third
 	if _, err := o.AwaitDurable(5); err != nil {
