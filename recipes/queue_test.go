@@ -93,6 +93,12 @@ func TestQueueFIFO(t *testing.T) {
 				last[it[0]] = it
 			}
 		}
+		// cs[0] took nothing and may sit on a server that has not yet seen
+		// the last takes (ZooKeeper's reads are per-session ordered, not
+		// linearizable): sync it first.
+		if err := doSync(ctx, cs[0], dir); err != nil {
+			t.Fatal(err)
+		}
 		if n, err := recipes.NewQueue(cs[0], dir).Len(ctx); err != nil || n != 0 {
 			t.Fatalf("Len after draining = %d, %v", n, err)
 		}
