@@ -5179,7 +5179,12 @@ type JoinRequest struct {
 	// leader removes it if it is a voter, then adds it back as a non-voter
 	// and promotes it once it has caught up, so nothing it voted or logged
 	// before counts.
-	Rebuild       bool `protobuf:"varint,2,opt,name=rebuild,proto3" json:"rebuild,omitempty"`
+	Rebuild bool `protobuf:"varint,2,opt,name=rebuild,proto3" json:"rebuild,omitempty"`
+	// last_index: the last raft log index the asking server holds (0: it
+	// starts empty). A leader that removed the server refuses it while it
+	// holds state from before (last_index > 0): only an operator adds that
+	// server back, while one started again empty joins as a new server.
+	LastIndex     uint64 `protobuf:"varint,3,opt,name=last_index,json=lastIndex,proto3" json:"last_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5226,6 +5231,13 @@ func (x *JoinRequest) GetRebuild() bool {
 		return x.Rebuild
 	}
 	return false
+}
+
+func (x *JoinRequest) GetLastIndex() uint64 {
+	if x != nil {
+		return x.LastIndex
+	}
+	return 0
 }
 
 type JoinResponse struct {
@@ -5608,10 +5620,12 @@ const file_coord_proto_rawDesc = "" +
 	"\aunknown\x18\x01 \x03(\x03R\aunknown\"\x12\n" +
 	"\x10ReadIndexRequest\")\n" +
 	"\x11ReadIndexResponse\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\x04R\x05index\"Q\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"p\n" +
 	"\vJoinRequest\x12(\n" +
 	"\x06member\x18\x01 \x01(\v2\x10.coord.v1.MemberR\x06member\x12\x18\n" +
-	"\arebuild\x18\x02 \x01(\bR\arebuild\":\n" +
+	"\arebuild\x18\x02 \x01(\bR\arebuild\x12\x1d\n" +
+	"\n" +
+	"last_index\x18\x03 \x01(\x04R\tlastIndex\":\n" +
 	"\fJoinResponse\x12*\n" +
 	"\amembers\x18\x01 \x03(\v2\x10.coord.v1.MemberR\amembers2H\n" +
 	"\x05Coord\x12?\n" +

@@ -305,6 +305,9 @@ func (a *adminService) AddServer(ctx context.Context, req *api.AddServerRequest)
 	// for a moment, like a voter catching up (reconcileMembers would
 	// promote it).
 	s.setRole(req.Id, req.RaftAddr, req.Observer)
+	s.mu.Lock()
+	delete(s.removedAt, req.Id) // an operator adds it back: its joins count again
+	s.mu.Unlock()
 	if err := add(req.Id, req.RaftAddr, s.leaderWait()); err != nil {
 		return nil, err
 	}
@@ -319,11 +322,13 @@ func (a *adminService) RemoveServer(ctx context.Context, req *api.RemoveServerRe
 	if !s.rep.IsLeader() {
 		return nil, errNotLeader
 	}
-	if err := s.rep.RemoveServer(req.Id, s.leaderWait()); err != nil {
+	idx, err := s.rep.RemoveServer(req.Id, s.leaderWait())
+	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	delete(s.members, req.Id)
+	s.removedAt[req.Id] = idx
 	s.mu.Unlock()
 	return &api.RemoveServerResponse{}, nil
 }

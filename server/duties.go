@@ -49,6 +49,10 @@ func (s *Server) leaderLoop() {
 			// A server asks to join until it is in the configuration; once
 			// it has been, leaving it means an operator removed it, and it
 			// stays out until one adds it back.
+			if s.joinRefused.Swap(false) {
+				// Removed before this loop saw it in the configuration.
+				wasMember = true
+			}
 			switch in := s.inConfiguration(); {
 			case in:
 				wasMember, toldRemoved = true, false

@@ -5,6 +5,9 @@ import (
 	"errors"
 
 	"coord/api"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // peerServices answers the server-to-server calls the replica leaves to
@@ -30,6 +33,9 @@ func (p peerServices) Join(ctx context.Context, req *api.JoinRequest) (*api.Join
 		return nil, errors.New("server: Join needs the member's id, raft and gRPC addresses")
 	}
 	joiner := Member{ID: req.Member.Id, RaftAddr: req.Member.RaftAddr, GRPCAddr: req.Member.GrpcAddr, ZKAddr: req.Member.ZkAddr, Observer: req.Member.Role == "observer"}
+	if err := s.refuseRemoved(req); err != nil {
+		return nil, err
+	}
 	s.learn(joiner)
 	if !s.rep.IsLeader() {
 		cc, err := s.leaderConn(ctx)
@@ -38,6 +44,9 @@ func (p peerServices) Join(ctx context.Context, req *api.JoinRequest) (*api.Join
 		}
 		return api.NewInternalClient(cc).Join(ctx, req)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // the asking server gave up on this ask
+	}
 	if req.Rebuild {
 		if err := s.removeToRebuild(joiner.ID); err != nil {
 			return nil, err
@@ -45,6 +54,30 @@ func (p peerServices) Join(ctx context.Context, req *api.JoinRequest) (*api.Join
 	}
 	s.reconcileMembers(&joiner)
 	return &api.JoinResponse{Members: s.memberList()}, nil
+}
+
+// refuseRemoved refuses, on the leader, a Join from a server an operator
+// removed (RemoveServer) while this server led, if the server still holds
+// raft state (a log): that is the server removed, and only an operator
+// adds it back (AddServer). One started again on an empty data directory
+// joins as a new server (docs/deploy.md), and a rebuild is let through.
+// A server asks to join until it sees itself in the configuration, which
+// one removed a moment after it was added may never do: CI saw a removed
+// server added straight back. The refused server takes the answer as its
+// removal and stops asking (duties.go).
+func (s *Server) refuseRemoved(req *api.JoinRequest) error {
+	if req.Rebuild || !s.rep.IsLeader() {
+		return nil
+	}
+	s.mu.Lock()
+	at, removed := s.removedAt[req.Member.Id]
+	s.mu.Unlock()
+	if !removed || req.LastIndex == 0 {
+		return nil
+	}
+	s.log.Info("refused a join from a server an operator removed", "id", req.Member.Id, "removed_at", at, "its_last_index", req.LastIndex)
+	return status.Errorf(codes.FailedPrecondition,
+		"server: %s was removed from the configuration (index %d) and holds its old state (index %d): an operator adds it back, or it starts again empty", req.Member.Id, at, req.LastIndex)
 }
 
 // removeToRebuild (leader) removes a voter that lost its raft state and
@@ -62,7 +95,8 @@ func (s *Server) removeToRebuild(id string) error {
 	for _, srv := range servers {
 		if srv.ID == id && srv.Voter {
 			s.log.Warn("removing a voter that lost its raft state, to add it back empty", "id", id)
-			return s.rep.RemoveServer(id, s.leaderWait())
+			_, err := s.rep.RemoveServer(id, s.leaderWait())
+			return err
 		}
 	}
 	return nil

@@ -13,6 +13,9 @@ import (
 
 	"coord/api"
 	"coord/server/replica"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // A server learns the other servers' addresses from its configuration,
@@ -252,7 +255,7 @@ func (s *Server) join() {
 	}
 	req := &api.JoinRequest{Member: &api.Member{Id: s.cfg.ID, RaftAddr: s.RaftAddr(), GrpcAddr: self.GRPCAddr, ZkAddr: self.ZKAddr, Role: role},
 		// Once: a later request must not have it removed again.
-		Rebuild: s.cfg.Rebuild && !s.rebuildAsked.Load()}
+		Rebuild: s.cfg.Rebuild && !s.rebuildAsked.Load(), LastIndex: s.rep.LastIndex()}
 	for _, m := range targets {
 		cc, err := s.rep.PeerConn(m.RaftAddr)
 		if err != nil {
@@ -261,6 +264,13 @@ func (s *Server) join() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*s.cfg.RaftTimeout)
 		resp, err := api.NewInternalClient(cc).Join(ctx, req)
 		cancel()
+		if status.Code(err) == codes.FailedPrecondition {
+			// The leader says an operator removed this server
+			// (refuseRemoved): stop asking.
+			s.joinRefused.Store(true)
+			s.log.Debug("join refused", "via", m.ID, "err", err)
+			return
+		}
 		if err != nil {
 			s.log.Debug("join", "via", m.ID, "err", err)
 			continue

@@ -39,6 +39,9 @@ type Server struct {
 	// removed: this server was in the raft configuration and is no longer
 	// (an operator removed it); Members then refuses to answer as a member.
 	removed atomic.Bool
+	// joinRefused: the leader refused this server's Join because an
+	// operator removed it; the duties loop takes it as its removal.
+	joinRefused atomic.Bool
 	// rebuildAsked: a Join with rebuild set was answered (Config.Rebuild).
 	rebuildAsked atomic.Bool
 	// minFreeDisk is Config.MinFreeDisk, which tests change while the
@@ -67,8 +70,12 @@ type Server struct {
 
 	reconf *reconfig.Keeper // ZooKeeper's reconfig and /zookeeper/config (reconfig.go)
 
-	mu      sync.Mutex        // guards members (the ZooKeeper front end locks its connections itself)
+	mu      sync.Mutex        // guards members and removedAt (the ZooKeeper front end locks its connections itself)
 	members map[string]Member // known servers by id
+	// removedAt is, for each server an operator removed while this server
+	// led, the index of the configuration entry that removed it; its Joins
+	// are refused (refuseRemoved) until an operator adds it back.
+	removedAt map[string]uint64
 
 	memberFile memberFile // members remembered in the data directory (members.go)
 
@@ -102,7 +109,7 @@ func New(cfg Config) (*Server, error) {
 	log = log.With("server", cfg.ID)
 	s := &Server{
 		cfg: cfg, log: log, clock: session.SystemClock{}, gate: newNetGate(cfg.PeerSourceIP, cfg.PeerNetwork),
-		members: map[string]Member{}, closing: make(chan struct{}), started: time.Now(),
+		members: map[string]Member{}, removedAt: map[string]uint64{}, closing: make(chan struct{}), started: time.Now(),
 	}
 	if cfg.TLSCert != "" {
 		tf, err := newTLSFiles(cfg.TLSCert, cfg.TLSKey, cfg.TLSCA, cfg.TLSClientAuth)

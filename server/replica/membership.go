@@ -109,10 +109,19 @@ func (r *Replica) AddNonvoter(id, addr string, timeout time.Duration) error {
 	return r.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, timeout).Error()
 }
 
-// RemoveServer removes a server from the configuration, on the leader.
-func (r *Replica) RemoveServer(id string, timeout time.Duration) error {
-	return r.raft.RemoveServer(raft.ServerID(id), 0, timeout).Error()
+// RemoveServer removes a server from the configuration, on the leader,
+// and returns the index of the configuration entry without it.
+func (r *Replica) RemoveServer(id string, timeout time.Duration) (uint64, error) {
+	f := r.raft.RemoveServer(raft.ServerID(id), 0, timeout)
+	if err := f.Error(); err != nil {
+		return 0, err
+	}
+	return f.Index(), nil
 }
+
+// LastIndex is the index of the last entry in this server's raft log (0
+// for an empty log).
+func (r *Replica) LastIndex() uint64 { return r.raft.LastIndex() }
 
 // TransferLeadership hands leadership to the voter id (any suitable voter
 // if id is ""), on the leader. Raft gives one try an election timeout
