@@ -87,6 +87,8 @@ type Layer struct {
 	conns   map[int64]*Conn         // sessions connected here
 	local   map[int64]*localSession // read-only mode's local sessions (readonly.go)
 	touched map[int64]struct{}      // sessions heard from since the last TakeTouched
+
+	expiry expiry // expired sessions' closes, a bounded number at a time (expiry.go)
 }
 
 // New returns a session layer; Attach gives it its replica before any
@@ -192,33 +194,11 @@ func (l *Layer) TakeTouched() []int64 {
 // cannot know when the old leader last heard from them. It returns how
 // many sessions there are.
 func (l *Layer) TakeOver() int {
+	l.expiry.mu.Lock()
+	l.expiry.queue = nil // every session is re-armed: none is due
+	l.expiry.mu.Unlock()
 	l.tracker.ResetAll(l.clock.Now())
 	return l.tracker.Len()
-}
-
-// Expire proposes closing every session whose deadline passed (on the
-// leader, the only server that expires sessions).
-func (l *Layer) Expire(now time.Time) {
-	for _, id := range l.tracker.Expired(now) {
-		l.log.Info("session expired", "session", sessionHex(id))
-		if plantedKeepEphemerals != nil && plantedKeepEphemerals() {
-			// A planted bug (jepsenplanted builds only): the session is
-			// dropped here but never closed in the log, so its ephemerals
-			// stay.
-			l.tracker.Remove(id)
-			continue
-		}
-		cmd := &fsm.Command{Type: fsm.CmdCloseSession, Session: id}
-		l.rep.Submit(cmd, func(r replica.Result) {
-			l.AuditServerWrite("", cmd, r.Res, r.Err)
-			if r.Err != nil && l.tracker.Retry(id, l.clock.Now()) {
-				// Without this the session, out of its bucket and marked
-				// closing, would stay open (and its ephemerals with it)
-				// until the next leader: seen with 50,000 expiring at once.
-				l.log.Warn("closing an expired session failed; trying again", "session", sessionHex(id), "err", r.Err)
-			}
-		})
-	}
 }
 
 // plantedKeepEphemerals is nil except in builds with the jepsenplanted tag
