@@ -162,3 +162,29 @@ func TestHelpShowsShortDefaults(t *testing.T) {
 		t.Errorf("coord -help: exit %d; the -leader-loss-fraction default is not shown as 0.333:\n%s", rc, out)
 	}
 }
+
+// The default -commit-timeout (50 ms) follows a shorter -raft-timeout down,
+// so a user who sets only the raft timeout is not told the commit timeout
+// is too long; one given explicitly is checked as given.
+func TestCommitTimeoutDefaultFollowsRaftTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, 50 * time.Millisecond},
+		{[]string{"-raft-timeout", "20ms"}, 20 * time.Millisecond},
+		{[]string{"-raft-timeout", "20ms", "-commit-timeout", "5ms"}, 5 * time.Millisecond},
+	} {
+		fs, build := serverFlags()
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		opts, err := build()
+		if err != nil {
+			t.Fatalf("%q: %v", tc.args, err)
+		}
+		if got := opts.cfg.CommitTimeout; got != tc.want {
+			t.Errorf("%q: CommitTimeout %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}

@@ -335,6 +335,10 @@ Flags of a server (each may also be set in the -config file, under its name with
 		}
 		cfg.RaftTimeout = *raftTimeout
 		cfg.CommitTimeout = *commitTimeout
+		if !set["commit-timeout"] {
+			// The default follows a shorter -raft-timeout down.
+			cfg.CommitTimeout = min(cfg.CommitTimeout, cfg.RaftTimeout)
+		}
 		cfg.FreshFollowers = *freshFollowers
 		cfg.SerialAppend = *serialAppend
 		opts := options{cfg: cfg, gcPercent: -1}
