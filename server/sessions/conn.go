@@ -307,6 +307,7 @@ type outbox struct {
 	hand       []Message             // what the writer took with next
 	stages     replica.StageObserver // told when a write's reply is written (nil: no one)
 	wake       chan struct{}         // a message is ready or the box closed
+	parked     func()                // a parked writer's restart (nextOrPark), run once a message is ready or the box closes
 	room       chan struct{}         // room was freed
 	done       chan struct{}         // closed by close
 	err        error
@@ -326,6 +327,17 @@ func (o *outbox) signal(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
 	default:
+	}
+}
+
+// wakeWriter tells the writer that a message is ready or the box closed:
+// a waiting one through wake, a parked one by starting it again. o.mu is
+// held.
+func (o *outbox) wakeWriter() {
+	o.signal(o.wake)
+	if start := o.parked; start != nil {
+		o.parked = nil
+		go start()
 	}
 }
 
@@ -382,7 +394,7 @@ func (o *outbox) fill(sl *slot, r *Reply) {
 	if n > 0 {
 		clear(o.slots[:n])
 		o.slots = o.slots[n:]
-		o.signal(o.wake)
+		o.wakeWriter()
 	}
 }
 
@@ -394,7 +406,7 @@ func (o *outbox) push(msg Message) {
 	}
 	o.ready = append(o.ready, msg)
 	o.readyBytes += msg.size()
-	o.signal(o.wake)
+	o.wakeWriter()
 }
 
 func (o *outbox) close(err error) {
@@ -405,7 +417,7 @@ func (o *outbox) close(err error) {
 	}
 	o.isClosed, o.err = true, err
 	close(o.done)
-	o.signal(o.wake)
+	o.wakeWriter()
 }
 
 // written tells the box that the writer has written the messages of its
@@ -439,6 +451,16 @@ func (o *outbox) closeErr() error {
 	return o.err
 }
 
+// takeLocked hands the ready messages to the writer; o.mu is held.
+func (o *outbox) takeLocked() []Message {
+	msgs := o.ready
+	o.ready = nil
+	o.hand = msgs
+	o.inHand, o.inBytes = len(msgs), o.readyBytes
+	o.readyBytes = 0
+	return msgs
+}
+
 // next returns the messages ready to send; ok is false once the box is
 // closed and everything queued before has been returned. The writer calls
 // written once it has written them.
@@ -446,10 +468,7 @@ func (o *outbox) next() (msgs []Message, ok bool) {
 	for {
 		o.mu.Lock()
 		if len(o.ready) > 0 {
-			msgs, o.ready = o.ready, nil
-			o.hand = msgs
-			o.inHand, o.inBytes = len(msgs), o.readyBytes
-			o.readyBytes = 0
+			msgs = o.takeLocked()
 			o.mu.Unlock()
 			return msgs, true
 		}
@@ -460,6 +479,22 @@ func (o *outbox) next() (msgs []Message, ok bool) {
 		o.mu.Unlock()
 		<-o.wake
 	}
+}
+
+// nextOrPark is next without the wait: with nothing ready and the box
+// open it records start, to be run in a new goroutine once a message is
+// ready or the box closes, and reports parked.
+func (o *outbox) nextOrPark(start func()) (msgs []Message, ok, parked bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.ready) > 0 {
+		return o.takeLocked(), true, false
+	}
+	if o.isClosed {
+		return nil, false, false
+	}
+	o.parked = start
+	return nil, true, true
 }
 
 // ID is the session's id.
@@ -487,6 +522,15 @@ func (c *Conn) Outstanding() int {
 // shut and everything queued before has been returned. The front end's
 // writer calls Written once it has written them.
 func (c *Conn) Next() (msgs []Message, ok bool) { return c.out.next() }
+
+// NextOrPark is Next for a writer that does not wait: when nothing is
+// ready it returns parked, and start runs in a new goroutine once
+// something is (or the connection is shut). An idle connection then has
+// no writer goroutine (a server may hold 100,000 of them). A writer uses
+// Next or NextOrPark, not both.
+func (c *Conn) NextOrPark(start func()) (msgs []Message, ok, parked bool) {
+	return c.out.nextOrPark(start)
+}
 
 // Written tells the connection that the messages of the last Next reached
 // the client, which makes room for more requests.

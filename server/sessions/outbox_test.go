@@ -70,3 +70,49 @@ func TestOutboxBackPressure(t *testing.T) {
 		t.Fatal("a closed outbox gave a slot")
 	}
 }
+
+// A writer that parks has no goroutine while nothing is ready: the box
+// starts it again, once, when a message is ready (an event, or a reply
+// whose turn came) and when the box closes; a reply waiting for an
+// earlier one does not start it.
+func TestOutboxParkedWriter(t *testing.T) {
+	o := newOutbox(100, 1<<20, nil)
+	starts := make(chan struct{}, 10)
+	start := func() { starts <- struct{}{} }
+	started := func(want bool, what string) {
+		t.Helper()
+		select {
+		case <-starts:
+			if !want {
+				t.Fatalf("%s started the parked writer", what)
+			}
+		case <-time.After(50 * time.Millisecond):
+			if want {
+				t.Fatalf("%s did not start the parked writer", what)
+			}
+		}
+	}
+	if _, ok, parked := o.nextOrPark(start); !ok || !parked {
+		t.Fatalf("an empty box: ok %v parked %v, want a parked writer", ok, parked)
+	}
+	a, b := o.reserve(), o.reserve()
+	o.fill(b, &Reply{Xid: 2})
+	started(false, "a reply behind an unanswered one")
+	o.fill(a, &Reply{Xid: 1})
+	started(true, "the first reply")
+	o.push(&Event{Path: "/e"})
+	started(false, "a second message before the writer parked again")
+	msgs, ok, parked := o.nextOrPark(start)
+	if !ok || parked || len(msgs) != 3 {
+		t.Fatalf("after the start: %d messages, ok %v, parked %v; want 3 (two replies and the event)", len(msgs), ok, parked)
+	}
+	o.written()
+	if _, _, parked := o.nextOrPark(start); !parked {
+		t.Fatal("drained: the writer did not park")
+	}
+	o.close(nil)
+	started(true, "close")
+	if _, ok, parked := o.nextOrPark(start); ok || parked {
+		t.Fatalf("closed and drained: ok %v parked %v, want the end", ok, parked)
+	}
+}

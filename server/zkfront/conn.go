@@ -29,6 +29,14 @@ type conn struct {
 	max int
 
 	stats *connStats // what cons and stat report (stats.go)
+
+	// The writer runs only while there is something to write: it parks
+	// when the session's stream is empty and the session layer starts it
+	// again (Conn.NextOrPark), so an idle connection has one goroutine,
+	// the reader's, not two. wbuf is its encoding buffer, kept between
+	// runs while small; writerDone is closed when it has ended for good.
+	wbuf       []byte
+	writerDone chan struct{}
 }
 
 // serveConn serves one accepted connection from ip until it ends.
@@ -100,7 +108,7 @@ func (f *Frontend) serveConn(nc net.Conn, ip string) {
 		// as ZooKeeper counts it; a re-attach is no request.
 		stats.replied(zk.OpCreateSession, 0, resp.Zxid, arrived)
 	}
-	zc := &conn{f: f, nc: nc, c: c, max: f.cfg.MaxFrameBytes, stats: stats}
+	zc := &conn{f: f, nc: nc, c: c, max: f.cfg.MaxFrameBytes, stats: stats, writerDone: make(chan struct{})}
 	f.mu.Lock()
 	f.byConn[c] = zc
 	f.mu.Unlock()
@@ -111,8 +119,9 @@ func (f *Frontend) serveConn(nc net.Conn, ip string) {
 	}()
 	fr.max = zc.max
 	handedOff = true
-	go zc.readLoop(fr, time.Duration(resp.TimeoutMs)*time.Millisecond)
-	zc.writeLoop()
+	go zc.writeLoop() // what the connect queued (re-registered watches' events), then it parks
+	zc.readLoop(fr, time.Duration(resp.TimeoutMs)*time.Millisecond)
+	<-zc.writerDone
 }
 
 // readLoop reads requests until the client goes away or sends something
@@ -145,9 +154,20 @@ func (zc *conn) readLoop(fr *frameReader, timeout time.Duration) {
 	}
 }
 
-// writeLoop sends the session's outbound messages as jute frames until the
-// session's connection is shut.
+// writeLoop sends the session's outbound messages as jute frames until
+// none is ready (it parks, and runs again once one is) or the session's
+// connection is shut: then it closes the socket, which ends readLoop.
 func (zc *conn) writeLoop() {
+	if zc.write() {
+		return // parked
+	}
+	zc.nc.Close()
+	close(zc.writerDone)
+}
+
+// write writes what is ready, batch by batch; parked reports that it
+// stopped for want of messages, not because the connection ended.
+func (zc *conn) write() (parked bool) {
 	var bw *bufio.Writer // borrowed while a batch is written
 	defer func() {
 		if bw != nil {
@@ -155,22 +175,24 @@ func (zc *conn) writeLoop() {
 			giveWriter(bw)
 		}
 	}()
-	var buf []byte
 	for {
 		if bw != nil {
 			giveWriter(bw)
 			bw = nil
 		}
-		if cap(buf) > maxKeptFrame {
-			buf = nil // a large reply's buffer is not kept while idle
+		if cap(zc.wbuf) > maxKeptFrame {
+			zc.wbuf = nil // a large reply's buffer is not kept while idle
 		}
-		msgs, ok := zc.c.Next()
+		msgs, ok, parked := zc.c.NextOrPark(zc.writeLoop)
+		if parked {
+			return true
+		}
 		if !ok {
-			return
+			return false
 		}
 		bw = borrowWriter(zc.nc)
 		for _, m := range msgs {
-			buf = buf[:0]
+			buf := zc.wbuf[:0]
 			closeAfter := false
 			switch m := m.(type) {
 			case *sessions.Event:
@@ -183,7 +205,7 @@ func (zc *conn) writeLoop() {
 					// loss itself.
 					bw.Flush()
 					zc.c.Shut(nil)
-					return
+					return false
 				}
 				t, _ := m.Tag.(replyTag)
 				buf = encodeReply(buf, t, m)
@@ -192,20 +214,21 @@ func (zc *conn) writeLoop() {
 			default:
 				continue
 			}
+			zc.wbuf = buf
 			if _, err := bw.Write(buf); err != nil {
 				zc.c.Shut(err)
-				return
+				return false
 			}
 			zc.stats.packetSent()
 			if closeAfter {
 				bw.Flush()
 				zc.c.Shut(nil)
-				return
+				return false
 			}
 		}
 		if err := bw.Flush(); err != nil {
 			zc.c.Shut(err)
-			return
+			return false
 		}
 		zc.c.Written()
 	}
