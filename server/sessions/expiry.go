@@ -36,7 +36,7 @@ func (l *Layer) Expire(now time.Time) {
 	if len(ids) == 0 {
 		return
 	}
-	l.expiry.mu.Lock()
+	due := ids[:0]
 	for _, id := range ids {
 		l.log.Info("session expired", "session", sessionHex(id))
 		if plantedKeepEphemerals != nil && plantedKeepEphemerals() {
@@ -46,8 +46,10 @@ func (l *Layer) Expire(now time.Time) {
 			l.tracker.Remove(id)
 			continue
 		}
-		l.expiry.queue = append(l.expiry.queue, id)
+		due = append(due, id)
 	}
+	l.expiry.mu.Lock()
+	l.expiry.queue = append(l.expiry.queue, due...)
 	l.expiry.mu.Unlock()
 	l.pumpCloses()
 }
