@@ -7,8 +7,9 @@ import (
 	"coord/api"
 )
 
-// touchLoop reports the sessions heard from here to the leader, twice a
-// tick, in one call.
+// touchLoop reports the sessions heard from here to the leader, three
+// times a tick, in one call; a report that fails goes with the next one
+// (sessions.Layer.ReportTouches).
 func (s *Server) touchLoop() {
 	defer s.wg.Done()
 	tick := time.NewTicker(max(s.cfg.Tick/3, 5*time.Millisecond))
@@ -19,18 +20,17 @@ func (s *Server) touchLoop() {
 			return
 		case <-tick.C:
 		}
-		ids := s.sess.TakeTouched()
-		if len(ids) == 0 || s.rep.IsLeader() {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Tick)
-		cc, err := s.leaderConn(ctx)
-		if err == nil {
-			_, err = api.NewInternalClient(cc).Touch(ctx, &api.TouchRequest{Sessions: ids, ServerId: s.cfg.ID})
-		}
-		cancel()
+		err := s.sess.ReportTouches(func(ids []int64) error {
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Tick)
+			defer cancel()
+			cc, err := s.leaderConn(ctx)
+			if err == nil {
+				_, err = api.NewInternalClient(cc).Touch(ctx, &api.TouchRequest{Sessions: ids, ServerId: s.cfg.ID})
+			}
+			return err
+		})
 		if err != nil {
-			s.log.Debug("reporting session touches", "err", err)
+			s.log.Debug("reporting session touches; they go with the next report", "err", err)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"coord/fsm"
@@ -42,6 +43,8 @@ type fakeReplica struct {
 	hold      bool
 	passwords uint64
 	refuse    int // the next so many commands fail before the log
+
+	follower atomic.Bool // IsLeader says no (the log still applies here at once)
 }
 
 // logEntry is a command in the fake log with its waiting request.
@@ -239,7 +242,7 @@ func (f *fakeReplica) AppliedChanged() <-chan struct{} {
 }
 
 func (f *fakeReplica) LeaderWait() time.Duration { return 5 * time.Second }
-func (f *fakeReplica) IsLeader() bool            { return true }
+func (f *fakeReplica) IsLeader() bool            { return !f.follower.Load() }
 func (f *fakeReplica) Origin() string            { return "fake#1" }
 
 // fakeClock is the session layer's clock (and the leader's, for the

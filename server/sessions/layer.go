@@ -86,7 +86,7 @@ type Layer struct {
 	mu      sync.Mutex
 	conns   map[int64]*Conn         // sessions connected here
 	local   map[int64]*localSession // read-only mode's local sessions (readonly.go)
-	touched map[int64]struct{}      // sessions heard from since the last TakeTouched
+	touched map[int64]struct{}      // sessions heard from since the last report
 
 	expiry expiry // expired sessions' closes, a bounded number at a time (expiry.go)
 }
@@ -164,7 +164,7 @@ func (l *Layer) digestIdentities(id vocab.Id) []vocab.Id {
 
 // Touch records that a session was heard from. On the leader it extends
 // the session's deadline at once; elsewhere the session is kept for the
-// next TakeTouched, which the server reports to the leader. It reports
+// next ReportTouches, which tells the leader. It reports
 // whether the session is known.
 func (l *Layer) Touch(id int64) bool {
 	// The tracker follows the log on every server, so it knows every
@@ -178,16 +178,32 @@ func (l *Layer) Touch(id int64) bool {
 	return ok
 }
 
-// TakeTouched returns the sessions touched here since the last call.
-func (l *Layer) TakeTouched() []int64 {
+// ReportTouches hands the sessions touched here since the last report to
+// send, which tells the leader (nothing to do on the leader, whose
+// touches extend the deadlines at once). If send fails (the leader slow
+// to answer, or changing), the sessions go with the next report: a leader
+// that misses a few reports in a row must not expire sessions whose
+// clients kept pinging.
+func (l *Layer) ReportTouches(send func(ids []int64) error) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	ids := make([]int64, 0, len(l.touched))
 	for id := range l.touched {
 		ids = append(ids, id)
 	}
 	clear(l.touched)
-	return ids
+	l.mu.Unlock()
+	if len(ids) == 0 || l.rep.IsLeader() {
+		return nil
+	}
+	err := send(ids)
+	if err != nil {
+		l.mu.Lock()
+		for _, id := range ids {
+			l.touched[id] = struct{}{}
+		}
+		l.mu.Unlock()
+	}
+	return err
 }
 
 // TakeOver gives every session a full timeout from now: a new leader

@@ -82,7 +82,7 @@ type Replica interface {
 	LeaderWait() time.Duration
 	// IsLeader reports whether this server leads now: the leader extends
 	// a touched session's deadline itself, other servers report the
-	// sessions they heard from (Layer.TakeTouched).
+	// sessions they heard from (Layer.ReportTouches).
 	IsLeader() bool
 	// Origin names this boot of this server (its id and a nonce). A
 	// connection's name in the session table, the owner its commands
