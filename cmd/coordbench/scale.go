@@ -145,6 +145,10 @@ type pinger struct {
 	slots []atomic.Pointer[lightConn]
 	stop  chan struct{}
 	done  chan struct{}
+	// gapMax is the longest time between two pings of one session (ns):
+	// a session whose pings stall here for its timeout expires for the
+	// load client's sake, not the server's.
+	gapMax atomic.Int64
 }
 
 func startPinger(n int, timeout time.Duration) *pinger {
@@ -156,6 +160,7 @@ func startPinger(n int, timeout time.Duration) *pinger {
 		t := time.NewTicker(tick)
 		defer t.Stop()
 		next := 0
+		last := make([]int64, n)
 		for {
 			select {
 			case <-p.stop:
@@ -164,6 +169,11 @@ func startPinger(n int, timeout time.Duration) *pinger {
 			}
 			for k := 0; k < per; k++ {
 				if lc := p.slots[next].Load(); lc != nil {
+					now := time.Now().UnixNano()
+					if gap := now - last[next]; last[next] != 0 && gap > p.gapMax.Load() {
+						p.gapMax.Store(gap)
+					}
+					last[next] = now
 					lc.ping()
 				}
 				next = (next + 1) % n
@@ -527,11 +537,11 @@ func serverLine(ss []scaleServer, f func(scaleServer) string) string {
 
 // startProgress prints count/total every 5 s until the returned func is
 // called.
-func startProgress(out io.Writer, what string, total int, count *atomic.Int64) func() {
+func startProgress(out io.Writer, what string, total int, count *atomic.Int64, extra func() string) func() {
 	start := time.Now()
 	return every(5*time.Second, func() {
 		c := count.Load()
-		fmt.Fprintf(out, "# scale: %s %d of %d after %v (%.0f/s)\n", what, c, total, time.Since(start).Round(time.Second), float64(c)/time.Since(start).Seconds())
+		fmt.Fprintf(out, "# scale: %s %d of %d after %v (%.0f/s)%s\n", what, c, total, time.Since(start).Round(time.Second), float64(c)/time.Since(start).Seconds(), extra())
 	})
 }
 

@@ -44,6 +44,7 @@ type scaleStatus struct {
 	Down, Back, Expired, Failed      int64
 	Lost                             int64 // sessions not connected now
 	Deleted                          int64
+	PingGapMax                       time.Duration // the longest gap between a session's pings (a max, not a sum)
 }
 
 func (s *scaleStatus) add(o scaleStatus) {
@@ -56,6 +57,7 @@ func (s *scaleStatus) add(o scaleStatus) {
 	s.Failed += o.Failed
 	s.Lost += o.Lost
 	s.Deleted += o.Deleted
+	s.PingGapMax = max(s.PingGapMax, o.PingGapMax)
 }
 
 type scaleMsg struct {
@@ -194,8 +196,15 @@ func (w *scaleWorkers) waitFor(ctx context.Context, d time.Duration, cond func(s
 // progress prints a counter every 5 s until the returned func is called.
 func (w *scaleWorkers) progress(out io.Writer, what string, total int, f func(scaleStatus) int64) func() {
 	var c atomic.Int64
-	stop := every(200*time.Millisecond, func() { c.Store(f(w.status())) })
-	end := startProgress(out, what, total, &c)
+	var gap atomic.Int64
+	stop := every(200*time.Millisecond, func() {
+		st := w.status()
+		c.Store(f(st))
+		gap.Store(int64(st.PingGapMax))
+	})
+	end := startProgress(out, what, total, &c, func() string {
+		return fmt.Sprintf("; longest gap between a session's pings %v", time.Duration(gap.Load()).Round(time.Millisecond))
+	})
 	return func() { stop(); end() }
 }
 
@@ -333,7 +342,8 @@ func runScaleWorker(args []string, stdin io.Reader, stdout io.Writer, stderr io.
 
 func (w *scaleWorker) status() scaleStatus {
 	s := scaleStatus{Connected: w.st.connected.Load(), Registered: w.st.registered.Load(), Delivered: w.st.delivered.Load(),
-		Down: w.st.down.Load(), Back: w.st.back.Load(), Expired: w.st.expired.Load(), Failed: w.st.failed.Load(), Deleted: w.st.deleted.Load()}
+		Down: w.st.down.Load(), Back: w.st.back.Load(), Expired: w.st.expired.Load(), Failed: w.st.failed.Load(), Deleted: w.st.deleted.Load(),
+		PingGapMax: time.Duration(w.ping.gapMax.Load())}
 	for _, lc := range w.conns {
 		if lc == nil {
 			continue

@@ -37,8 +37,12 @@ func (l *Layer) Expire(now time.Time) {
 		return
 	}
 	due := ids[:0]
+	view := l.rep.View()
 	for _, id := range ids {
-		l.log.Info("session expired", "session", sessionHex(id))
+		// Where it was connected (its server's origin, "id#nonce/conn")
+		// tells an operator which server's clients went silent.
+		info, _ := view.Session(id)
+		l.log.Info("session expired", "session", sessionHex(id), "connection", info.Owner)
 		if plantedKeepEphemerals != nil && plantedKeepEphemerals() {
 			// A planted bug (jepsenplanted builds only): the session is
 			// dropped here but never closed in the log, so its ephemerals
