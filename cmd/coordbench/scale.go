@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -477,17 +478,32 @@ func (b *bench) runScale(ctx context.Context, out io.Writer, n, watches int, tim
 	gone := gatherSince(dones, dropAt)
 	res.ExpiryDeleted = int(gone.n)
 	res.ExpiryFirst, res.ExpiryLast = gone.percentile(0), gone.percentile(1)
-	var before, during hist
+	// The expiries' window: from a second before the first ephemeral went
+	// to a second after the last.
+	inExpiries := func(at time.Time) bool {
+		return gone.n > 0 && at.After(dropAt.Add(res.ExpiryFirst-time.Second)) && at.Before(dropAt.Add(res.ExpiryLast+time.Second))
+	}
+	var (
+		before, during hist
+		slow           []write // during, the slowest first once sorted
+	)
 	for _, w := range writes {
 		switch {
 		case w.at.Before(dropAt):
 			before.record(w.lat)
-		case gone.n > 0 && w.at.After(dropAt.Add(res.ExpiryFirst-time.Second)) && w.at.Before(dropAt.Add(res.ExpiryLast+time.Second)):
+		case inExpiries(w.at):
 			if w.err {
 				res.WriteErrsDuring++
 			}
 			during.record(w.lat)
+			slow = append(slow, w)
 		}
+	}
+	// The slowest writes during the expiries and when they began, to lay
+	// beside the servers' logs.
+	slices.SortFunc(slow, func(a, b write) int { return cmp.Compare(b.lat, a.lat) })
+	for _, w := range slow[:min(5, len(slow))] {
+		say("a slow setData during the expiries: %v, began %v after the drop (%s)", w.lat.Round(time.Microsecond), w.at.Sub(dropAt).Round(time.Millisecond), w.at.UTC().Format("15:04:05.000"))
 	}
 	res.WriteP99Before, res.WriteP99During = before.percentile(0.99), during.percentile(0.99)
 	res.WriteMaxBefore, res.WriteMaxDuring, res.WritesDuring = before.percentile(1), during.percentile(1), int(during.n)

@@ -184,7 +184,8 @@ func (l *Layer) Touch(id int64) bool {
 // to answer, or changing), the sessions go with the next report: a leader
 // that misses a few reports in a row must not expire sessions whose
 // clients kept pinging.
-func (l *Layer) ReportTouches(send func(ids []int64) error) error {
+// It returns how many sessions send was given.
+func (l *Layer) ReportTouches(send func(ids []int64) error) (int, error) {
 	l.mu.Lock()
 	ids := make([]int64, 0, len(l.touched))
 	for id := range l.touched {
@@ -193,7 +194,7 @@ func (l *Layer) ReportTouches(send func(ids []int64) error) error {
 	clear(l.touched)
 	l.mu.Unlock()
 	if len(ids) == 0 || l.rep.IsLeader() {
-		return nil
+		return 0, nil
 	}
 	err := send(ids)
 	if err != nil {
@@ -203,7 +204,7 @@ func (l *Layer) ReportTouches(send func(ids []int64) error) error {
 		}
 		l.mu.Unlock()
 	}
-	return err
+	return len(ids), err
 }
 
 // TakeOver gives every session a full timeout from now: a new leader

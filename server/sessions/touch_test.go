@@ -20,14 +20,14 @@ func TestFailedTouchReportGoesWithTheNext(t *testing.T) {
 	w.l.Touch(id) // a ping
 
 	var failed, sent []int64
-	err := w.l.ReportTouches(func(ids []int64) error {
+	_, err := w.l.ReportTouches(func(ids []int64) error {
 		failed = ids
 		return errors.New("the leader did not answer in time")
 	})
 	if err == nil || !slices.Contains(failed, id) {
 		t.Fatalf("the first report %v (err %v) does not carry session 0x%x, touched on the follower", failed, err, id)
 	}
-	if err := w.l.ReportTouches(func(ids []int64) error { sent = ids; return nil }); err != nil || !slices.Contains(sent, id) {
+	if _, err := w.l.ReportTouches(func(ids []int64) error { sent = ids; return nil }); err != nil || !slices.Contains(sent, id) {
 		t.Fatalf("after a failed report, the next one carries %v (err %v), not session 0x%x", sent, err, id)
 	}
 	sent = nil
