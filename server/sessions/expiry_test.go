@@ -14,7 +14,7 @@ import (
 func TestExpiryKeepsFewClosesInFlight(t *testing.T) {
 	w := newWorld(t, "expiry")
 	defer w.close()
-	const n = maxClosesInFlight + 100
+	const n = maxClosesInFlight + maxClosesInFlight/2
 	w.run("connect writer timeout=20000")
 	w.run("writer create /x v0")
 	for i := range n {
