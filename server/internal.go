@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"time"
 
 	"coord/api"
 
@@ -16,6 +17,15 @@ type peerServices struct{ s *Server }
 
 // Touch records heartbeats of sessions connected to another server.
 func (p peerServices) Touch(ctx context.Context, req *api.TouchRequest) (*api.TouchResponse, error) {
+	if d := p.s.touchDelayForTest.Load(); d != nil {
+		// A leader that gets to the report only after d, if the
+		// follower still waits for it then.
+		select {
+		case <-time.After(*d):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	resp := &api.TouchResponse{}
 	for _, id := range req.Sessions {
 		if !p.s.sess.Touch(id) {

@@ -36,6 +36,10 @@ type Server struct {
 	rep  *replica.Replica // the raft member: log, proposer, forwarder, apply
 	sess *sessions.Layer  // the sessions connected here and their request path
 
+	// touchDelayForTest, set by a test, holds this server's answers to
+	// followers' touch reports that long (a leader slow to answer).
+	touchDelayForTest atomic.Pointer[time.Duration]
+
 	// removed: this server was in the raft configuration and is no longer
 	// (an operator removed it); Members then refuses to answer as a member.
 	removed atomic.Bool

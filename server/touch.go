@@ -24,15 +24,7 @@ func (s *Server) touchLoop() {
 			return
 		case <-tick.C:
 		}
-		n, err := s.sess.ReportTouches(func(ids []int64) error {
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Tick)
-			defer cancel()
-			cc, err := s.leaderConn(ctx)
-			if err == nil {
-				_, err = api.NewInternalClient(cc).Touch(ctx, &api.TouchRequest{Sessions: ids, ServerId: s.cfg.ID})
-			}
-			return err
-		})
+		n, err := s.sess.ReportTouches(s.sendTouches)
 		switch {
 		case err != nil:
 			if failingSince.IsZero() {
@@ -52,4 +44,47 @@ func (s *Server) touchLoop() {
 			failingSince, warned = time.Time{}, false
 		}
 	}
+}
+
+// touchReportWait bounds one touch report. It is longer than a tick: a
+// leader too loaded to answer within a tick (seen with 100,000 sessions on
+// an oversubscribed machine: every report timed out at 2 s for minutes, and
+// the leader expired whole servers' sessions) still takes the report in
+// when it gets to it, and the touches count from then. A report to a
+// leader that is gone ends as soon as raft names another leader, or none,
+// so the sessions go to the next leader without waiting this long.
+const touchReportWait = 10 * time.Second
+
+// sendTouches reports ids to the leader (Internal.Touch).
+func (s *Server) sendTouches(ids []int64) error {
+	ctx, cancel := context.WithTimeout(context.Background(), touchReportWait)
+	defer cancel()
+	id, addr, err := s.rep.Leader(ctx)
+	if err != nil {
+		return err
+	}
+	cc, err := s.rep.PeerConn(addr)
+	if err != nil {
+		return err
+	}
+	go func() {
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.closing:
+				cancel()
+				return
+			case <-t.C:
+				if _, lid := s.rep.LeaderWithID(); lid != id {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	_, err = api.NewInternalClient(cc).Touch(ctx, &api.TouchRequest{Sessions: ids, ServerId: s.cfg.ID})
+	return err
 }
