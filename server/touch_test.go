@@ -26,12 +26,7 @@ func TestSlowLeaderStillTakesTouches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	timeout := time.Duration(s.timeout) * time.Millisecond
-	for end := time.Now().Add(4 * timeout); time.Now().Before(end); time.Sleep(timeout / 10) {
-		if r, err := s.tryDo(&api.Request{Op: &api.Request_Ping{Ping: &api.Ping{}}}); err != nil || r.Err != 0 {
-			t.Fatalf("a ping on the follower failed (%v, %v): session 0x%x expired while its client pinged every %v", err, r, s.id, timeout/10)
-		}
-	}
+	timeout := keepPinging(t, s, 4)
 	if _, ok := c.Servers[li].View().Session(s.id); !ok {
 		t.Fatalf("the leader expired session 0x%x, whose client pinged every %v", s.id, timeout/10)
 	}
@@ -59,12 +54,7 @@ func TestTouchReportFollowsANewLeader(t *testing.T) {
 	if err := c.Servers[li].rep.TransferLeadership(ctx, c.Servers[(li+2)%3].ID()); err != nil {
 		t.Fatal(err)
 	}
-	timeout := time.Duration(s.timeout) * time.Millisecond
-	for end := time.Now().Add(3 * timeout); time.Now().Before(end); time.Sleep(timeout / 10) {
-		if r, err := s.tryDo(&api.Request{Op: &api.Request_Ping{Ping: &api.Ping{}}}); err != nil || r.Err != 0 {
-			t.Fatalf("a ping on the follower failed (%v, %v): session 0x%x expired while its client pinged every %v", err, r, s.id, timeout/10)
-		}
-	}
+	timeout := keepPinging(t, s, 3)
 	nl := c.Leader()
 	if nl == li {
 		t.Fatalf("leadership stayed on %s", c.Servers[li].ID())
@@ -72,4 +62,17 @@ func TestTouchReportFollowsANewLeader(t *testing.T) {
 	if _, ok := c.Servers[nl].View().Session(s.id); !ok {
 		t.Fatalf("the new leader expired session 0x%x, whose client pinged every %v", s.id, timeout/10)
 	}
+}
+
+// keepPinging pings s every tenth of its timeout for n timeouts, failing
+// the test if a ping fails (its session expired), and returns the timeout.
+func keepPinging(t *testing.T, s *rawSession, n int) time.Duration {
+	t.Helper()
+	timeout := time.Duration(s.timeout) * time.Millisecond
+	for end := time.Now().Add(time.Duration(n) * timeout); time.Now().Before(end); time.Sleep(timeout / 10) {
+		if r, err := s.tryDo(&api.Request{Op: &api.Request_Ping{Ping: &api.Ping{}}}); err != nil || r.Err != 0 {
+			t.Fatalf("a ping on the follower failed (%v, %v): session 0x%x expired while its client pinged every %v", err, r, s.id, timeout/10)
+		}
+	}
+	return timeout
 }
