@@ -49,6 +49,7 @@ func TestTouchReportFollowsANewLeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(3 * c.Configs[li].Tick) // a report of the session is stuck on the leader by now
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := c.Servers[li].rep.TransferLeadership(ctx, c.Servers[(li+2)%3].ID()); err != nil {
