@@ -67,24 +67,8 @@ func (s *Server) sendTouches(ids []int64) error {
 	if err != nil {
 		return err
 	}
-	go func() {
-		t := time.NewTicker(20 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-s.closing:
-				cancel()
-				return
-			case <-t.C:
-				if _, lid := s.rep.LeaderWithID(); lid != id {
-					cancel()
-					return
-				}
-			}
-		}
-	}()
+	ctx, cancelLeads := s.rep.WhileLeads(ctx, id)
+	defer cancelLeads()
 	_, err = api.NewInternalClient(cc).Touch(ctx, &api.TouchRequest{Sessions: ids, ServerId: s.cfg.ID})
 	return err
 }

@@ -103,7 +103,10 @@ func (r *Replica) followCommitsOnce() bool {
 	if !ok {
 		return false
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	// Stop following when raft names another leader, the notices take
+	// over, or this server closes; a partitioned leader's stream would
+	// otherwise just go quiet.
+	ctx, cancel := r.whileLeads(context.Background(), id, r.cfg.RaftTimeout/2, r.noticesUp.Load)
 	defer cancel()
 	cc, err := r.peers.conn(addr)
 	if err != nil {
@@ -113,26 +116,6 @@ func (r *Replica) followCommitsOnce() bool {
 	if err != nil {
 		return false
 	}
-	// Stop following when raft names another leader or this server closes;
-	// a partitioned leader's stream would otherwise just go quiet.
-	go func() {
-		t := time.NewTicker(r.cfg.RaftTimeout / 2)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-r.closing:
-				cancel()
-				return
-			case <-t.C:
-				if _, now := r.raft.LeaderWithID(); string(now) != id || r.noticesUp.Load() {
-					cancel()
-					return
-				}
-			}
-		}
-	}()
 	for {
 		p, err := stream.Recv()
 		if err != nil {
@@ -190,4 +173,36 @@ func (k kickingLogStore) DeleteRange(min, max uint64) error {
 func (k kickingLogStore) IsMonotonic() bool {
 	m, ok := k.LogStore.(raft.MonotonicLogStore)
 	return ok && m.IsMonotonic()
+}
+
+// WhileLeads returns a context derived from parent that ends as soon as
+// raft names a leader other than id (or none), or the replica closes: a
+// call to a leader that has gone ends then rather than at its deadline.
+func (r *Replica) WhileLeads(parent context.Context, id string) (context.Context, context.CancelFunc) {
+	return r.whileLeads(parent, id, 20*time.Millisecond, nil)
+}
+
+// whileLeads is WhileLeads checking every period, also ending once stop
+// (if not nil) reports true.
+func (r *Replica) whileLeads(parent context.Context, id string, every time.Duration, stop func() bool) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.closing:
+				cancel()
+				return
+			case <-t.C:
+				if _, now := r.raft.LeaderWithID(); string(now) != id || (stop != nil && stop()) {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return ctx, cancel
 }
