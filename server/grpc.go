@@ -74,7 +74,7 @@ func (cs *coordService) Session(stream api.Coord_SessionServer) error {
 				c.Shut(nil)
 				return
 			}
-			s.sess.Touch(c.ID())
+			c.Touch()
 			if r := msg.GetRequest(); r != nil {
 				c.Handle(requestFromAPI(r))
 			}

@@ -26,13 +26,7 @@ func (p peerServices) Touch(ctx context.Context, req *api.TouchRequest) (*api.To
 			return nil, ctx.Err()
 		}
 	}
-	resp := &api.TouchResponse{}
-	for _, id := range req.Sessions {
-		if !p.s.sess.Touch(id) {
-			resp.Unknown = append(resp.Unknown, id)
-		}
-	}
-	return resp, nil
+	return &api.TouchResponse{Unknown: p.s.sess.TouchAll(req.Sessions)}, nil
 }
 
 // Join adds the calling server to the cluster (on the leader) or passes the

@@ -137,6 +137,25 @@ func (t *Tracker) TouchStored(id int64) bool {
 	return ok
 }
 
+// TouchStoredAll is TouchStored for each of ids under one lock (a
+// follower's report of the sessions its clients were heard from). It
+// returns the ids that are not tracked at all.
+func (t *Tracker) TouchStoredAll(ids []int64) (unknown []int64) {
+	now := t.offset(t.clock.Now())
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, id := range ids {
+		s, ok := t.sessions[id]
+		switch {
+		case !ok:
+			unknown = append(unknown, id)
+		case !s.closing:
+			t.file(id, s, t.roundToNextInterval(now+s.timeout))
+		}
+	}
+	return unknown
+}
+
 // IDs returns the tracked sessions' ids, live or closing, in no order.
 func (t *Tracker) IDs() []int64 {
 	t.mu.Lock()

@@ -506,6 +506,28 @@ func TestTouchStoredAndIDs(t *testing.T) {
 	checkInvariants(t, tr)
 }
 
+// TouchStoredAll touches each live session of a report as TouchStored
+// does, leaves a closing one alone, and returns the unknown ids.
+func TestTouchStoredAll(t *testing.T) {
+	tr, clk := newTestTracker(t, time.Second)
+	tr.Add(1, 3*time.Second)
+	tr.Add(2, 5*time.Second)
+	tr.Add(3, 4*time.Second)
+	tr.SetClosing(3)
+	before, _ := tr.Deadline(3)
+	clk.Advance(2500 * time.Millisecond)
+	unknown := tr.TouchStoredAll([]int64{7, 1, 2, 3, 9})
+	if !slices.Equal(unknown, []int64{7, 9}) {
+		t.Fatalf("unknown = %v, want [7 9]", unknown)
+	}
+	wantDeadline(t, tr, 1, at(6*time.Second)) // 2.5s + 3s rounds up to 6s
+	wantDeadline(t, tr, 2, at(8*time.Second)) // 2.5s + 5s rounds up to 8s
+	if after, _ := tr.Deadline(3); !after.Equal(before) {
+		t.Fatalf("a closing session was touched: deadline %v -> %v", before, after)
+	}
+	checkInvariants(t, tr)
+}
+
 // A session whose close failed is reported again a tick later; one whose
 // close committed (Remove), one never reported and an unknown one are not
 // touched.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"coord/fsm"
@@ -23,6 +24,9 @@ type Conn struct {
 	timeout int32  // ms
 	owner   string // this connection's name in the session table
 	out     *outbox
+	// touched: the client was heard from since this follower's last
+	// report to the leader (Touch, ReportTouches).
+	touched atomic.Bool
 
 	mu            sync.Mutex
 	auth          []vocab.Id // replaced, never changed in place
@@ -157,7 +161,7 @@ func (l *Layer) connect(ctx context.Context, req *ConnectRequest, ip string) (*C
 	if old != nil {
 		old.Shut(nil)
 	}
-	l.Touch(id)
+	c.Touch()
 	if req.Watches != nil {
 		l.reattachWatches(c, req.Watches)
 	}
@@ -262,6 +266,19 @@ func (c *Conn) sessionClosed() {
 	c.Shut(fmt.Errorf("session 0x%x expired", c.id))
 }
 
+// Touch records that the client was heard from (every request and ping).
+// On the leader it extends the session's deadline at once; on a follower
+// it only marks the connection, without a lock, for the next report to
+// the leader (ReportTouches): the leader keeps the deadlines, and a new
+// leader gives every session a full timeout anyway (TakeOver).
+func (c *Conn) Touch() {
+	if c.l.rep.IsLeader() {
+		c.l.tracker.TouchStored(c.id)
+		return
+	}
+	c.touched.Store(true)
+}
+
 // Shut ends the connection (not the session): the outbound stream sends
 // what is queued and stops, and the session's watches here are dropped; the
 // client re-registers them wherever it re-attaches.
@@ -275,6 +292,13 @@ func (c *Conn) Shut(err error) {
 		c.l.watches.RemoveSession(c.id)
 	}
 	c.l.mu.Unlock()
+	if c.touched.Swap(false) {
+		// The client's last requests still count: the next report
+		// carries them.
+		c.l.touchMu.Lock()
+		c.l.touched[c.id] = struct{}{}
+		c.l.touchMu.Unlock()
+	}
 	if c.local {
 		c.l.connEnded(c)
 	}

@@ -43,3 +43,39 @@ func TestFailedTouchReportGoesWithTheNext(t *testing.T) {
 		t.Fatalf("the leader reported %v", sent)
 	}
 }
+
+// A follower's clients touch their connections (no lock); each report
+// carries every session heard from since the last one once, including
+// one whose connection ended after its last request, and none twice.
+func TestFollowerReportsItsConnectionsTouches(t *testing.T) {
+	w := newWorld(t, "touch")
+	defer w.close()
+	w.rep.follower.Store(true)
+	w.run("connect a timeout=10000")
+	w.run("connect b timeout=10000")
+	w.run("connect c timeout=10000")
+	w.settle()
+	a, b, c := w.session("a"), w.session("b"), w.session("c")
+	report := func() []int64 {
+		t.Helper()
+		var sent []int64
+		if _, err := w.l.ReportTouches(func(ids []int64) error { sent = ids; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(sent)
+		return sent
+	}
+	if got, want := report(), []int64{a.id, b.id, c.id}; !slices.Equal(got, want) {
+		t.Fatalf("the first report carries %x, want the three connects %x", got, want)
+	}
+	a.conn.c.Touch()
+	w.l.Touch(a.id) // by id as well: still once
+	c.conn.c.Touch()
+	c.conn.c.Shut(nil) // c's client goes after its last request
+	if got, want := report(), []int64{a.id, c.id}; !slices.Equal(got, want) {
+		t.Fatalf("report after a's and c's requests carries %x, want %x", got, want)
+	}
+	if got := report(); len(got) != 0 {
+		t.Fatalf("nothing was heard since, yet the report carries %x", got)
+	}
+}

@@ -141,7 +141,7 @@ func (zc *conn) readLoop(fr *frameReader, timeout time.Duration) {
 		}
 		arrived := time.Now()
 		zc.stats.packetReceived()
-		zc.f.sess.Touch(zc.c.ID())
+		zc.c.Touch()
 		h, body, err := zk.DecodeRequest(frame)
 		if err != nil && h == (zk.RequestHeader{}) {
 			return // not even a header: the stream is beyond saving
