@@ -590,3 +590,41 @@ func TestRemovedServerStaysOut(t *testing.T) {
 	}
 	c.WaitMembers(3, 0)
 }
+
+// A removed server that restarts from its data directory stays out too,
+// even when the leader that removed it (and would refuse its join) no
+// longer leads: it holds raft state from a configuration it is no longer
+// in, which only an operator's removal leaves.
+func TestRemovedServerStaysOutAfterRestart(t *testing.T) {
+	t.Parallel()
+	c := NewTestCluster(t, 3, 0)
+	time.Sleep(5 * c.Configs[0].RaftTimeout) // the servers' own joins are done (as above)
+	li := c.Leader()
+	victim := (li + 1) % 3
+	admin := &adminService{s: c.Servers[li], peer: true}
+	if _, err := admin.RemoveServer(t.Context(), &api.RemoveServerRequest{Id: c.Servers[victim].ID()}); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	c.WaitMembers(2, 0)
+	if _, err := admin.TransferLeadership(t.Context(), &api.TransferLeadershipRequest{}); err != nil {
+		t.Fatalf("transfer: %v", err)
+	}
+	c.Restart(victim)
+	time.Sleep(10 * c.Configs[0].RaftTimeout)
+	nl := c.Leader()
+	servers, err := c.Servers[nl].rep.Configuration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(servers) != 2 {
+		t.Fatalf("after its restart the removed %s is back in the configuration: %v", c.Servers[victim].ID(), servers)
+	}
+	if !c.Servers[victim].removed.Load() {
+		t.Fatalf("the restarted %s does not know it was removed", c.Servers[victim].ID())
+	}
+	admin = &adminService{s: c.Servers[nl], peer: true}
+	if _, err := admin.AddServer(t.Context(), &api.AddServerRequest{Id: c.Servers[victim].ID(), RaftAddr: c.Servers[victim].RaftAddr()}); err != nil {
+		t.Fatalf("add back: %v", err)
+	}
+	c.WaitMembers(3, 0)
+}

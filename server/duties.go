@@ -15,7 +15,13 @@ func (s *Server) leaderLoop() {
 	defer s.wg.Done()
 	tick := time.NewTicker(max(s.cfg.Tick/2, 5*time.Millisecond))
 	defer tick.Stop()
-	wasLeader, wasMember, toldRemoved := false, false, false
+	// A server that starts with raft state was a member: state comes only
+	// from a configuration that held this server. If it is not in the
+	// configuration now, an operator removed it (its own removal is the
+	// last entry it was sent), and it stays out after a restart as before
+	// one, whichever server leads (the removing leader's refusal of its
+	// join is that leader's memory).
+	wasLeader, wasMember, toldRemoved := false, s.rep.LastIndex() > 0, false
 	// A rebuilt server (Config.Rebuild) asks to join saying so until it is
 	// answered, even once raft's replication has made it a member again:
 	// only the leader's removal and re-adding makes its lost votes not
