@@ -562,6 +562,25 @@ func TestCommitNotices(t *testing.T) {
 // its addresses) adds it back; the operator can.
 func TestRemovedServerStaysOut(t *testing.T) {
 	t.Parallel()
+	c, victim := removeAFollowerAndHandOver(t)
+	// Ten reconcile rounds and join attempts' worth of time.
+	time.Sleep(10 * c.Configs[0].RaftTimeout)
+	c.WaitMembers(2, 0)
+	nl := c.Leader()
+	if nl == victim {
+		t.Fatal("the removed server leads")
+	}
+	admin := &adminService{s: c.Servers[nl], peer: true}
+	if _, err := admin.AddServer(t.Context(), &api.AddServerRequest{Id: c.Servers[victim].ID(), RaftAddr: c.Servers[victim].RaftAddr()}); err != nil {
+		t.Fatalf("add back: %v", err)
+	}
+	c.WaitMembers(3, 0)
+}
+
+// removeAFollowerAndHandOver starts 3 servers, has the leader remove a
+// follower (returned), and hands leadership to the other one, which did
+// not remove it.
+func removeAFollowerAndHandOver(t *testing.T) (*TestCluster, int) {
 	c := NewTestCluster(t, 3, 0)
 	// The servers' own join requests from their start (each may wait on
 	// a forward for up to 2 × RaftTimeout) are done before the removal, as
@@ -577,18 +596,7 @@ func TestRemovedServerStaysOut(t *testing.T) {
 	if _, err := admin.TransferLeadership(t.Context(), &api.TransferLeadershipRequest{}); err != nil {
 		t.Fatalf("transfer: %v", err)
 	}
-	// Ten reconcile rounds and join attempts' worth of time.
-	time.Sleep(10 * c.Configs[0].RaftTimeout)
-	c.WaitMembers(2, 0)
-	nl := c.Leader()
-	if nl == victim {
-		t.Fatal("the removed server leads")
-	}
-	admin = &adminService{s: c.Servers[nl], peer: true}
-	if _, err := admin.AddServer(t.Context(), &api.AddServerRequest{Id: c.Servers[victim].ID(), RaftAddr: c.Servers[victim].RaftAddr()}); err != nil {
-		t.Fatalf("add back: %v", err)
-	}
-	c.WaitMembers(3, 0)
+	return c, victim
 }
 
 // A removed server that restarts from its data directory stays out too,
@@ -597,21 +605,11 @@ func TestRemovedServerStaysOut(t *testing.T) {
 // in, which only an operator's removal leaves.
 func TestRemovedServerStaysOutAfterRestart(t *testing.T) {
 	t.Parallel()
-	c := NewTestCluster(t, 3, 0)
-	time.Sleep(5 * c.Configs[0].RaftTimeout) // the servers' own joins are done (as above)
-	li := c.Leader()
-	victim := (li + 1) % 3
-	admin := &adminService{s: c.Servers[li], peer: true}
-	if _, err := admin.RemoveServer(t.Context(), &api.RemoveServerRequest{Id: c.Servers[victim].ID()}); err != nil {
-		t.Fatalf("remove: %v", err)
-	}
-	c.WaitMembers(2, 0)
-	if _, err := admin.TransferLeadership(t.Context(), &api.TransferLeadershipRequest{}); err != nil {
-		t.Fatalf("transfer: %v", err)
-	}
+	c, victim := removeAFollowerAndHandOver(t)
 	c.Restart(victim)
 	time.Sleep(10 * c.Configs[0].RaftTimeout)
 	nl := c.Leader()
+	admin := &adminService{s: c.Servers[nl], peer: true}
 	servers, err := c.Servers[nl].rep.Configuration()
 	if err != nil {
 		t.Fatal(err)
@@ -622,7 +620,6 @@ func TestRemovedServerStaysOutAfterRestart(t *testing.T) {
 	if !c.Servers[victim].removed.Load() {
 		t.Fatalf("the restarted %s does not know it was removed", c.Servers[victim].ID())
 	}
-	admin = &adminService{s: c.Servers[nl], peer: true}
 	if _, err := admin.AddServer(t.Context(), &api.AddServerRequest{Id: c.Servers[victim].ID(), RaftAddr: c.Servers[victim].RaftAddr()}); err != nil {
 		t.Fatalf("add back: %v", err)
 	}
