@@ -39,6 +39,9 @@ type metrics struct {
 	// watchesRefused counts watches refused by MaxWatchesPerSession, by
 	// the request that asked for them.
 	watchesRefused *prometheus.CounterVec
+	// touchReports times a follower's reports of its clients' pings to
+	// the leader (touch.go), by result.
+	touchReports *prometheus.HistogramVec
 }
 
 func newMetrics(s *Server) *metrics {
@@ -87,11 +90,17 @@ func newMetrics(s *Server) *metrics {
 	m.watchesRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "coord_watch_refused_total", Help: "Watches not registered because their session held -max-watches-per-session watches (the request answered QuotaExceeded), by request.",
 	}, []string{"op"})
+	m.touchReports = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "coord_session_touch_report_seconds",
+		Help: "Time a follower's report of the sessions its clients were heard from took to be answered by the leader (Internal.Touch), by result: ok, or failed (the sessions go with the next report). A leader that expires sessions whose clients ping a follower shows here first.",
+		// 1 ms to 16 s.
+		Buckets: prometheus.ExponentialBuckets(1e-3, 2, 15),
+	}, []string{"result"})
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.events, m.leaderLossDrops, m.notServing,
-		m.acceptErrors, m.connsRefused, m.throttles, m.throttled, m.readOnlySessions, m.watchesRefused,
+		m.acceptErrors, m.connsRefused, m.throttles, m.throttled, m.readOnlySessions, m.watchesRefused, m.touchReports,
 		gauge("coord_server_read_only", "1 if this server is in read-only mode (cut off from the quorum, serving read-only sessions).", func() float64 {
 			if s.ReadOnly() {
 				return 1

@@ -24,7 +24,14 @@ func (s *Server) touchLoop() {
 			return
 		case <-tick.C:
 		}
+		start := time.Now()
 		n, err := s.sess.ReportTouches(s.sendTouches)
+		switch {
+		case err != nil:
+			s.metrics.touchReports.WithLabelValues("failed").Observe(time.Since(start).Seconds())
+		case n > 0:
+			s.metrics.touchReports.WithLabelValues("ok").Observe(time.Since(start).Seconds())
+		}
 		switch {
 		case err != nil:
 			if failingSince.IsZero() {

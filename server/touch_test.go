@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"coord/api"
 )
 
@@ -29,6 +32,15 @@ func TestSlowLeaderStillTakesTouches(t *testing.T) {
 	timeout := keepPinging(t, s, 4)
 	if _, ok := c.Servers[li].View().Session(s.id); !ok {
 		t.Fatalf("the leader expired session 0x%x, whose client pinged every %v", s.id, timeout/10)
+	}
+	// The follower's metric shows what its reports took.
+	h := &dto.Metric{}
+	if err := f.metrics.touchReports.WithLabelValues("ok").(prometheus.Metric).Write(h); err != nil {
+		t.Fatal(err)
+	}
+	n, sum := h.GetHistogram().GetSampleCount(), h.GetHistogram().GetSampleSum()
+	if n == 0 || time.Duration(sum/float64(n)*float64(time.Second)) < slow {
+		t.Fatalf("coord_session_touch_report_seconds{result=ok}: %d reports, %.3f s in all; want each of at least %v", n, sum, slow)
 	}
 }
 
