@@ -196,8 +196,10 @@ func (l *Layer) TouchAll(ids []int64) (unknown []int64) {
 	if l.rep.IsLeader() {
 		return l.tracker.TouchStoredAll(ids)
 	}
+	// A report that reached a former leader: Touch passes it on with this
+	// server's own next report.
 	for _, id := range ids {
-		if !l.Touch(id) { // a report that reached a former leader: pass it on
+		if !l.Touch(id) {
 			unknown = append(unknown, id)
 		}
 	}
