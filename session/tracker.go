@@ -130,6 +130,11 @@ func (t *Tracker) TouchStored(id int64) bool {
 	now := t.offset(t.clock.Now())
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.touchStoredLocked(id, now)
+}
+
+// touchStoredLocked is TouchStored at offset now. Callers hold t.mu.
+func (t *Tracker) touchStoredLocked(id int64, now time.Duration) bool {
 	s, ok := t.sessions[id]
 	if ok && !s.closing {
 		t.file(id, s, t.roundToNextInterval(now+s.timeout))
@@ -145,12 +150,8 @@ func (t *Tracker) TouchStoredAll(ids []int64) (unknown []int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, id := range ids {
-		s, ok := t.sessions[id]
-		switch {
-		case !ok:
+		if !t.touchStoredLocked(id, now) {
 			unknown = append(unknown, id)
-		case !s.closing:
-			t.file(id, s, t.roundToNextInterval(now+s.timeout))
 		}
 	}
 	return unknown

@@ -215,6 +215,13 @@ func (l *Layer) TouchAll(ids []int64) (unknown []int64) {
 // It returns how many sessions send was given.
 func (l *Layer) ReportTouches(send func(ids []int64) error) (int, error) {
 	l.touchMu.Lock()
+	if l.rep.IsLeader() {
+		// Its connections' touches went to the tracker (Conn.Touch), and
+		// TakeOver cleared what was marked before it led.
+		clear(l.touched)
+		l.touchMu.Unlock()
+		return 0, nil
+	}
 	pending := l.touched
 	l.touched = make(map[int64]struct{}, len(pending))
 	l.touchMu.Unlock()
@@ -229,7 +236,7 @@ func (l *Layer) ReportTouches(send func(ids []int64) error) (int, error) {
 		}
 	}
 	l.mu.Unlock()
-	if len(ids) == 0 || l.rep.IsLeader() {
+	if len(ids) == 0 {
 		return 0, nil
 	}
 	err := send(ids)
@@ -250,6 +257,16 @@ func (l *Layer) TakeOver() int {
 	l.expiry.mu.Lock()
 	l.expiry.queue = nil // every session is re-armed: none is due
 	l.expiry.mu.Unlock()
+	// What this server marked for reports while it followed is spent:
+	// every session gets a full timeout here, and a stale mark reported
+	// after a later step down would touch a session long after its client
+	// was last heard from.
+	l.touchMu.Lock()
+	clear(l.touched)
+	l.touchMu.Unlock()
+	for _, c := range l.Conns() {
+		c.touched.Store(false)
+	}
 	l.tracker.ResetAll(l.clock.Now())
 	return l.tracker.Len()
 }

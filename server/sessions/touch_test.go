@@ -79,3 +79,25 @@ func TestFollowerReportsItsConnectionsTouches(t *testing.T) {
 		t.Fatalf("nothing was heard since, yet the report carries %x", got)
 	}
 }
+
+// A server that marked a connection while it followed, then led, does not
+// report that stale mark after it steps down again: the session got a
+// full timeout when it took over, and its client was not heard since.
+func TestTakeOverClearsFollowerMarks(t *testing.T) {
+	w := newWorld(t, "touch")
+	defer w.close()
+	w.rep.follower.Store(true)
+	w.run("connect a timeout=10000")
+	w.settle()
+	a := w.session("a")
+	w.l.ReportTouches(func([]int64) error { return nil }) // the connect's touch
+	a.conn.c.Touch()
+	w.rep.follower.Store(false)
+	w.l.TakeOver()
+	w.rep.follower.Store(true)
+	var sent []int64
+	w.l.ReportTouches(func(ids []int64) error { sent = ids; return nil })
+	if len(sent) != 0 {
+		t.Fatalf("after leading, the report carries the mark made before: %x", sent)
+	}
+}
