@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"strconv"
@@ -543,8 +544,9 @@ func (r *Replica) StoreErr() error {
 }
 
 // snapshotsUnreadable says why raft found no snapshot it could load: each
-// snapshot that does not open (raft's file snapshot store checks a
-// snapshot's CRC as it opens it), naming its file. Nil if all open.
+// snapshot that does not open or read back whole (its CRC is checked as it
+// opens in raft's file snapshot store, as it is read in durableSnapshots),
+// naming its file. Nil if all read back.
 func snapshotsUnreadable(dataDir string, snaps raft.SnapshotStore) error {
 	list, err := snaps.List()
 	if err != nil {
@@ -553,11 +555,14 @@ func snapshotsUnreadable(dataDir string, snaps raft.SnapshotStore) error {
 	var errs []error
 	for _, m := range list {
 		_, rc, err := snaps.Open(m.ID)
+		if err == nil {
+			// raft's store checks as it opens, durableSnapshots as it is read.
+			_, err = io.Copy(io.Discard, rc)
+			rc.Close()
+		}
 		if err != nil {
 			errs = append(errs, &CorruptError{File: filepath.Join(dataDir, "snapshots", m.ID, "state.bin"), What: "does not verify (" + err.Error() + ")"})
-			continue
 		}
-		rc.Close()
 	}
 	if len(errs) == 0 {
 		return nil

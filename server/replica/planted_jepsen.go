@@ -91,12 +91,6 @@ type unsyncedSnapshots struct {
 	dir string
 }
 
-// snapshotMeta is raft's meta.json.
-type snapshotMeta struct {
-	raft.SnapshotMeta
-	CRC []byte
-}
-
 func (s *unsyncedSnapshots) Create(version raft.SnapshotVersion, index, term uint64, conf raft.Configuration, confIndex uint64, trans raft.Transport) (raft.SnapshotSink, error) {
 	name := fmt.Sprintf("%d-%d-%d", term, index, time.Now().UnixMilli())
 	tmp := filepath.Join(s.dir, name+".tmp")

@@ -1,6 +1,12 @@
 package replica
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc64"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -88,4 +94,115 @@ func removeEmptySnapshots(dataDir string, log *slog.Logger) {
 	if removed {
 		SyncDir(dir)
 	}
+}
+
+// snapshotMeta is raft's meta.json.
+type snapshotMeta struct {
+	raft.SnapshotMeta
+	CRC []byte
+}
+
+// errSnapshotCRC is raft's own words for a state file that does not match
+// its meta.json.
+var errSnapshotCRC = errors.New("CRC mismatch")
+
+// Open opens a snapshot as raft's store does, except for when its CRC-64 is
+// checked. raft reads the whole state file once for the check before it
+// hands out the first byte: a second at 1.5 GB/s for a 10M-znode tree's
+// 1.5 GB, before a restart's restore (or a snapshot sent to a follower)
+// can begin. Here a goroutine checks it while the caller reads, on the
+// other core, and the reader withholds the file's last byte until the
+// check agrees: nothing reads the whole of a snapshot that does not
+// verify (the restore needs the stream's last byte, its end marker, and a
+// follower takes a snapshot only once it has every byte), and the caller
+// gets raft's error, "CRC mismatch", in its place. Closing the reader
+// stops the check.
+func (s *durableSnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
+	dir := filepath.Join(s.dir, id)
+	b, err := os.ReadFile(filepath.Join(dir, "meta.json"))
+	if err != nil {
+		return nil, nil, err
+	}
+	var meta snapshotMeta
+	if err := json.Unmarshal(b, &meta); err != nil {
+		return nil, nil, fmt.Errorf("snapshot %s: reading meta.json: %w", id, err)
+	}
+	fh, err := os.Open(filepath.Join(dir, "state.bin"))
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := fh.Stat()
+	if err != nil {
+		fh.Close()
+		return nil, nil, err
+	}
+	c := &checkedSnapshot{fh: fh, left: st.Size(), verdict: make(chan error, 1), stop: make(chan struct{})}
+	go c.check(st.Size(), meta.CRC)
+	return &meta.SnapshotMeta, c, nil
+}
+
+// checkedSnapshot reads a snapshot's state file while check computes its
+// CRC-64 from the same file (positioned reads, which leave the reader's
+// offset alone).
+type checkedSnapshot struct {
+	fh      *os.File
+	left    int64 // bytes of the file not yet read
+	verdict chan error
+	stop    chan struct{}
+	stopped bool
+	checked bool
+}
+
+func (c *checkedSnapshot) check(size int64, want []byte) {
+	h := crc64.New(crc64.MakeTable(crc64.ECMA))
+	buf := make([]byte, 1<<20)
+	for off := int64(0); off < size; {
+		select {
+		case <-c.stop:
+			c.verdict <- errors.New("snapshot closed before its check ended")
+			return
+		default:
+		}
+		n, err := c.fh.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		h.Write(buf[:n])
+		off += int64(n)
+		if err != nil && off < size {
+			c.verdict <- fmt.Errorf("checking the snapshot: %w", err)
+			return
+		}
+	}
+	if !bytes.Equal(h.Sum(nil), want) {
+		c.verdict <- errSnapshotCRC
+		return
+	}
+	c.verdict <- nil
+}
+
+func (c *checkedSnapshot) Read(p []byte) (int, error) {
+	switch {
+	case c.left == 0:
+		return 0, io.EOF
+	case c.left == 1 && !c.checked:
+		if err := <-c.verdict; err != nil {
+			c.verdict <- err // every later read fails alike
+			return 0, err
+		}
+		c.checked = true
+	case int64(len(p)) >= c.left && !c.checked:
+		p = p[:c.left-1]
+	}
+	n, err := c.fh.Read(p)
+	c.left -= int64(n)
+	if err == io.EOF && c.left > 0 {
+		err = io.ErrUnexpectedEOF // the file shrank under us
+	}
+	return n, err
+}
+
+func (c *checkedSnapshot) Close() error {
+	if !c.stopped {
+		c.stopped = true
+		close(c.stop)
+	}
+	return c.fh.Close()
 }
