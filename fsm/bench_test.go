@@ -261,19 +261,27 @@ func percentiles(d []time.Duration) [3]time.Duration {
 	return [3]time.Duration{s[len(s)/2], s[len(s)*99/100], s[len(s)-1]}
 }
 
-// BenchmarkRestore restores the 1M-znode snapshot into a fresh FSM.
+// BenchmarkRestore restores the 1M-znode snapshot into a fresh FSM, the
+// decoding on the building goroutine (serial) or on one of its own
+// (pipelined, as a server restores).
 func BenchmarkRestore(b *testing.B) {
 	var buf bytes.Buffer
 	big(b).View().WriteTo(&buf)
 	snap := buf.Bytes()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		g := New()
-		if err := g.Restore(bytes.NewReader(snap)); err != nil {
-			b.Fatal(err)
-		}
+	for _, mode := range []struct {
+		name  string
+		spawn func(func())
+	}{{"serial", nil}, {"pipelined", func(decode func()) { go decode() }}} {
+		b.Run(mode.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				g := New()
+				if err := g.RestorePipelined(bytes.NewReader(snap), mode.spawn); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(snap)), "snapshot-bytes")
+		})
 	}
-	b.ReportMetric(float64(len(snap)), "snapshot-bytes")
 }
 
 // BenchmarkHeapPerZnode builds 1M znodes (100-byte data, 20-byte names) and

@@ -316,6 +316,26 @@ func (d *decoder) varint() int64 {
 	return v
 }
 
+// varints reads len(out) varints into out, in one pass over the buffer (a
+// snapshot's znode record has nine).
+func (d *decoder) varints(out []int64) {
+	b := d.buf
+	for i := range out {
+		ux, n := binary.Uvarint(b)
+		if n <= 0 {
+			d.fail("varint")
+			return
+		}
+		x := int64(ux >> 1)
+		if ux&1 != 0 {
+			x = ^x
+		}
+		out[i] = x
+		b = b[n:]
+	}
+	d.buf = b
+}
+
 func (d *decoder) int32() int32 {
 	v := d.varint()
 	if v < math.MinInt32 || v > math.MaxInt32 {

@@ -5,6 +5,7 @@ import (
 	"coord/vocab"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -1303,7 +1304,8 @@ func (r *modelRun) checkpoint(m *refModel, now int64, fs ...*FSM) error {
 }
 
 // snapshotRestore streams c's state and restores it into a new FSM: a fresh
-// one, or (every other time) one with a state and a view of its own.
+// one, or (every other time) one with a state and a view of its own; the
+// decoding on this goroutine or (every other pair of times) another.
 func (r *modelRun) snapshotRestore(c *FSM, k int) (*FSM, error) {
 	v := c.View()
 	var buf bytes.Buffer
@@ -1321,7 +1323,13 @@ func (r *modelRun) snapshotRestore(c *FSM, k int) (*FSM, error) {
 		nf.Apply(1, &Command{Type: CmdCreateSession, Timeout: 1000})
 		nf.View()
 	}
-	if err := nf.Restore(bytes.NewReader(snap)); err != nil {
+	restore := nf.Restore
+	if k/2%2 == 1 { // every other pair: the decoding on a goroutine of its own
+		restore = func(r io.Reader) error {
+			return nf.RestorePipelined(r, func(decode func()) { go decode() })
+		}
+	}
+	if err := restore(bytes.NewReader(snap)); err != nil {
 		return nil, fmt.Errorf("Restore of a fresh snapshot: %v", err)
 	}
 	nv := nf.View()

@@ -245,13 +245,23 @@ func (sr *snapReader) record() error {
 
 // Restore replaces the whole state with the snapshot read from r. On any
 // error the FSM keeps its current state.
-func (f *FSM) Restore(r io.Reader) error {
+func (f *FSM) Restore(r io.Reader) error { return f.RestorePipelined(r, nil) }
+
+// RestorePipelined restores as Restore does, with the stream's decoding
+// (reading and checking its blocks, parsing its records, copying out names
+// and data) on a goroutine of the caller's while this one builds the tree
+// from the decoded records: spawn starts the function it is given on
+// another goroutine (nil: decode here too, as Restore does). The result is
+// the same either way; the two stages halve a restore's time on an idle
+// second core. The decoding goroutine has ended when RestorePipelined
+// returns, so the caller may close r then.
+func (f *FSM) RestorePipelined(r io.Reader, spawn func(func())) error {
 	f.mu.Lock()
 	g := f.gen + 1 // a generation no view has seen
 	acls := f.acls
 	f.mu.Unlock()
 
-	s, err := readSnapshot(r, g, acls)
+	s, err := readSnapshot(r, g, acls, spawn)
 	if err != nil {
 		return err
 	}
@@ -264,7 +274,7 @@ func (f *FSM) Restore(r io.Reader) error {
 	return nil
 }
 
-func readSnapshot(r io.Reader, g uint64, acls *aclTable) (state, error) {
+func readSnapshot(r io.Reader, g uint64, acls *aclTable, spawn func(func())) (state, error) {
 	sr := &snapReader{r: bufio.NewReaderSize(r, 1<<16)}
 	if err := sr.next(); err != nil {
 		if err == io.EOF {
@@ -304,26 +314,32 @@ func readSnapshot(r io.Reader, g uint64, acls *aclTable) (state, error) {
 		}
 		sessions = append(sessions, bitem[int64, *session]{sess.id, sess})
 	}
-	rb := &restoreBuilder{sr: sr, g: g, acls: acls, ephemerals: map[int64][]bitem[string, struct{}]{}}
+	// The sessions' last record may be bad: the record decoder checks the
+	// decoder's error before its first record.
+	rd := &recordDecoder{sr: sr}
+	rb := &restoreBuilder{rd: rd, cur: &recBatch{}, g: g, acls: acls, ephemerals: map[int64][]bitem[string, struct{}]{}}
+	if spawn != nil {
+		rd.out = make(chan *recBatch, recBatches)
+		rd.free = make(chan *recBatch, recBatches)
+		rd.stop = make(chan struct{})
+		for range recBatches - 1 {
+			rd.free <- &recBatch{}
+		}
+		spawn(rd.run)
+		defer rb.stopDecoder()
+	}
 	_, root, err := rb.node("", true)
 	if err != nil {
 		return state{}, err
 	}
-	if err := sr.record(); err != nil {
+	rec, err := rb.next()
+	if err != nil {
 		return state{}, err
 	}
-	if tag := d.byte(); tag != tagEnd || d.err != nil || len(d.buf) != 0 {
+	if rec.tag != tagEnd {
 		return state{}, sr.corrupt("missing end record")
 	}
-	if err := sr.next(); err != io.EOF {
-		if err == nil {
-			return state{}, sr.corrupt("data after the end record")
-		}
-		return state{}, err
-	}
-	if _, err := sr.r.ReadByte(); err != io.EOF {
-		return state{}, sr.corrupt("bytes after the end of the stream")
-	}
+	// The decoder checked the stream's end as it read the end record.
 	if uint64(rb.count) != wantNodes {
 		return state{}, sr.corrupt("header says %d znodes, stream has %d", wantNodes, rb.count)
 	}
@@ -350,9 +366,139 @@ func sortedItems(items []bitem[string, struct{}]) []bitem[string, struct{}] {
 	return items
 }
 
+// snapRecord is an ACL, znode or end record as the record decoder parsed
+// it. name and data are the znode's own strings, data "" with null set for
+// null data.
+type snapRecord struct {
+	tag    byte
+	null   bool
+	name   string
+	data   string
+	aclIdx uint64
+	nkids  uint64
+	f      [9]int64 // czxid mzxid pzxid ctime mtime owner version cversion aversion
+	acl    []vocab.ACL
+}
+
+const (
+	recBatchLen = 8192 // records per batch
+	recBatches  = 4   // batches in the pipeline (one being decoded, one being built)
+)
+
+// recBatch is a run of records in stream order. A batch that ends in the
+// end record has end set, and err is what stopped the decoding after recs.
+type recBatch struct {
+	recs []snapRecord
+	end  bool
+	halt bool // the last record's tag is unknown: decoding cannot go on
+	err  error
+}
+
+// recordDecoder parses the stream's ACL, znode and end records. Run on a
+// goroutine of its own (run), it hands filled batches to the builder on out
+// and takes them back emptied on free, until the end record, an error, or
+// the builder's stop; otherwise the builder fills its batch itself.
+type recordDecoder struct {
+	sr   *snapReader
+	out  chan *recBatch
+	free chan *recBatch
+	stop chan struct{}
+}
+
+func (rd *recordDecoder) run() {
+	defer close(rd.out)
+	for {
+		var b *recBatch
+		select {
+		case b = <-rd.free:
+		case <-rd.stop:
+			return
+		}
+		rd.fill(b)
+		select {
+		case rd.out <- b:
+		case <-rd.stop:
+			return
+		}
+		if b.end || b.halt || b.err != nil {
+			return
+		}
+	}
+}
+
+// fill decodes the next records into b.
+func (rd *recordDecoder) fill(b *recBatch) {
+	sr, d := rd.sr, &rd.sr.dec
+	b.recs, b.end, b.halt = b.recs[:0], false, false
+	for len(b.recs) < recBatchLen {
+		if err := sr.record(); err != nil {
+			b.err = err
+			return
+		}
+		b.recs = append(b.recs, snapRecord{})
+		rec := &b.recs[len(b.recs)-1]
+		rec.tag = d.byte()
+		switch rec.tag {
+		case tagACL:
+			n := d.count(3)
+			rec.acl = make([]vocab.ACL, n)
+			for i := range rec.acl {
+				rec.acl[i] = vocab.ACL{Perms: vocab.Perm(d.uint32()), ID: vocab.Id{Scheme: d.string(), ID: d.string()}}
+			}
+			if d.err != nil {
+				b.recs = b.recs[:len(b.recs)-1]
+				b.err = sr.corrupt("acl record: %v", d.err)
+				return
+			}
+		case tagNode:
+			rec.name = d.string()
+			rec.aclIdx = d.uvarint()
+			d.varints(rec.f[:])
+			data := d.nullableBytes()
+			rec.data, rec.null = string(data), data == nil
+			rec.nkids = d.uvarint()
+			if d.err != nil {
+				b.recs = b.recs[:len(b.recs)-1]
+				b.err = sr.corrupt("znode record: %v", d.err)
+				return
+			}
+		case tagEnd:
+			if d.err != nil || len(d.buf) != 0 {
+				b.recs = b.recs[:len(b.recs)-1]
+				b.err = sr.corrupt("missing end record")
+				return
+			}
+			// The end record counts only with the stream checked to its
+			// end: otherwise the builder gets the error in its place.
+			if err := sr.next(); err != io.EOF {
+				if err == nil {
+					err = sr.corrupt("data after the end record")
+				}
+				b.err = err
+			} else if _, err := sr.r.ReadByte(); err != io.EOF {
+				b.err = sr.corrupt("bytes after the end of the stream")
+			}
+			if b.err != nil {
+				b.recs = b.recs[:len(b.recs)-1]
+			} else {
+				b.end = true
+			}
+			return
+		default:
+			// Parsing cannot go on past a record it does not know; the
+			// builder says what it expected there.
+			b.halt = true
+			return
+		}
+	}
+}
+
 // restoreBuilder rebuilds the tree from the pre-order znode records.
 type restoreBuilder struct {
-	sr         *snapReader
+	rd         *recordDecoder
+	cur        *recBatch // the batch being built from
+	pos        int       // the next record in cur
+	stopped    bool
 	g          uint64
 	acls       *aclTable
 	aclList    []*aclList
@@ -362,84 +508,112 @@ type restoreBuilder struct {
 	ephemerals map[int64][]bitem[string, struct{}]
 }
 
+// next returns the next record, or what ended the decoding before it.
+func (rb *restoreBuilder) next() (*snapRecord, error) {
+	for rb.pos >= len(rb.cur.recs) {
+		switch {
+		case rb.cur.err != nil:
+			return nil, rb.cur.err
+		case rb.cur.end:
+			return nil, rb.rd.sr.corrupt("a record after the end record")
+		case rb.cur.halt: // the builder stops at the unknown record first
+			return nil, rb.rd.sr.corrupt("a record after an unknown one")
+		}
+		if rb.rd.out == nil {
+			rb.rd.fill(rb.cur)
+		} else {
+			if rb.cur.recs != nil {
+				rb.rd.free <- rb.cur
+			}
+			b, ok := <-rb.rd.out
+			if !ok {
+				return nil, rb.rd.sr.corrupt("the decoder stopped")
+			}
+			rb.cur = b
+		}
+		rb.pos = 0
+	}
+	rec := &rb.cur.recs[rb.pos]
+	rb.pos++
+	return rec, nil
+}
+
+// stopDecoder stops a decoder running on its own goroutine and waits for
+// it to end, so that nothing reads the stream once the restore returns.
+func (rb *restoreBuilder) stopDecoder() {
+	if !rb.stopped {
+		rb.stopped = true
+		close(rb.rd.stop)
+		for range rb.rd.out {
+		}
+	}
+}
+
 // node reads one znode record (after any ACL records before it) and its
 // subtree. The znode's path is prefix and its name ("/" for the root).
 func (rb *restoreBuilder) node(prefix string, isRoot bool) (string, *znode, error) {
-	sr, d := rb.sr, &rb.sr.dec
-	var tag byte
+	sr := rb.rd.sr
+	var rec *snapRecord
 	for {
-		if err := sr.record(); err != nil {
+		var err error
+		if rec, err = rb.next(); err != nil {
 			return "", nil, err
 		}
-		if tag = d.byte(); tag != tagACL {
+		if rec.tag != tagACL {
 			break
 		}
-		n := d.count(3)
-		acl := make([]vocab.ACL, n)
-		for i := range acl {
-			acl[i] = vocab.ACL{Perms: vocab.Perm(d.uint32()), ID: vocab.Id{Scheme: d.string(), ID: d.string()}}
+		rb.aclList = append(rb.aclList, rb.acls.intern(rec.acl))
+	}
+	if rec.tag != tagNode {
+		return "", nil, sr.corrupt("record tag %d where a znode belongs", rec.tag)
+	}
+	name := rec.name
+	// The path is made only where it is kept or reported.
+	path := func() string {
+		if isRoot {
+			return "/"
 		}
-		if d.err != nil {
-			return "", nil, sr.corrupt("acl record: %v", d.err)
-		}
-		rb.aclList = append(rb.aclList, rb.acls.intern(acl))
+		return prefix + name
 	}
-	if tag != tagNode {
-		return "", nil, sr.corrupt("record tag %d where a znode belongs", tag)
-	}
-	name := d.string()
-	path := prefix + name
-	if isRoot {
-		path = "/"
-	}
-	aclIdx := d.uvarint()
-	var f [9]int64
-	for i := range f {
-		f[i] = d.varint()
-	}
-	data := d.nullableBytes()
-	nkids := d.uvarint()
-	if d.err != nil {
-		return "", nil, sr.corrupt("znode record: %v", d.err)
-	}
-	if aclIdx >= uint64(len(rb.aclList)) {
-		return "", nil, sr.corrupt("znode %q refers to ACL %d of %d", path, aclIdx, len(rb.aclList))
+	if rec.aclIdx >= uint64(len(rb.aclList)) {
+		return "", nil, sr.corrupt("znode %q refers to ACL %d of %d", path(), rec.aclIdx, len(rb.aclList))
 	}
 	if (name == "") != isRoot || strings.IndexByte(name, '/') >= 0 {
-		return "", nil, sr.corrupt("bad znode name %q under %q", name, path)
+		return "", nil, sr.corrupt("bad znode name %q under %q", name, path())
 	}
+	f := &rec.f
 	for _, x := range f[6:] {
 		if x < math.MinInt32 || x > math.MaxInt32 {
-			return "", nil, sr.corrupt("znode %q version out of range", path)
+			return "", nil, sr.corrupt("znode %q version out of range", path())
 		}
 	}
 	n := &znode{
-		gen: rb.g, acl: rb.aclList[aclIdx],
+		gen: rb.g, acl: rb.aclList[rec.aclIdx], data: rec.data, nullData: rec.null,
 		czxid: f[0], mzxid: f[1], pzxid: f[2], ctime: f[3], mtime: f[4], owner: f[5],
 		version: int32(f[6]), cversion: int32(f[7]), aversion: int32(f[8]),
 	}
-	n.setData(data)
+	nkids := rec.nkids // rec is reused once the next record is read
 	rb.count++
 	switch kind, _ := KindOfOwner(n.owner); kind {
 	case OwnerContainer:
-		rb.containers = append(rb.containers, bitem[string, struct{}]{path, struct{}{}})
+		rb.containers = append(rb.containers, bitem[string, struct{}]{path(), struct{}{}})
 	case OwnerTTL:
-		rb.ttls = append(rb.ttls, bitem[string, struct{}]{path, struct{}{}})
+		rb.ttls = append(rb.ttls, bitem[string, struct{}]{path(), struct{}{}})
 	case OwnerSession:
 		if nkids > 0 {
-			return "", nil, sr.corrupt("ephemeral %q has children", path)
+			return "", nil, sr.corrupt("ephemeral %q has children", path())
 		}
-		rb.ephemerals[n.owner] = append(rb.ephemerals[n.owner], bitem[string, struct{}]{path, struct{}{}})
+		rb.ephemerals[n.owner] = append(rb.ephemerals[n.owner], bitem[string, struct{}]{path(), struct{}{}})
 	}
 	if nkids == 0 {
 		return name, n, nil
 	}
 	if nkids > math.MaxInt32 {
-		return "", nil, sr.corrupt("znode %q claims %d children", path, nkids)
+		return "", nil, sr.corrupt("znode %q claims %d children", path(), nkids)
 	}
-	kidPrefix := path + "/"
-	if isRoot {
-		kidPrefix = "/"
+	kidPrefix := "/"
+	if !isRoot {
+		kidPrefix = path() + "/"
 	}
 	kids := make([]bitem[string, *znode], 0, min(nkids, 64)) // a forged count must not allocate
 	for i := uint64(0); i < nkids; i++ {
@@ -448,7 +622,7 @@ func (rb *restoreBuilder) node(prefix string, isRoot bool) (string, *znode, erro
 			return "", nil, err
 		}
 		if len(kids) > 0 && cname <= kids[len(kids)-1].k {
-			return "", nil, sr.corrupt("children of %q out of order", path)
+			return "", nil, sr.corrupt("children of %q out of order", path())
 		}
 		kids = append(kids, bitem[string, *znode]{cname, c})
 	}

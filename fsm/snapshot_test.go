@@ -14,8 +14,10 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
+	"time"
 )
 
 // ---------------------------------------------------------------------------
@@ -338,6 +340,12 @@ func TestSnapshotRich(t *testing.T) {
 				t.Errorf("%s reader: digest differs", name)
 			}
 		}
+		h := New()
+		if err := restorePipelined(t, h, iotest.HalfReader(bytes.NewReader(snap))); err != nil {
+			t.Errorf("pipelined: %v", err)
+		} else {
+			sameViews(t, "pipelined", h.View(), v)
+		}
 	})
 
 	t.Run("continues alike", func(t *testing.T) {
@@ -520,9 +528,16 @@ func newVictim(t testing.TB) *victim {
 	return &victim{f: f, digest: v.Digest(), zxid: int64(v.LastZxid()), dump: dumpView(v)}
 }
 
+// restoreFails restores r's stream twice, decoding on this goroutine and
+// on another (RestorePipelined): both must fail alike, leave the state as
+// it was, and the second must have ended its decoder when it returns.
 func (vi *victim) restoreFails(t *testing.T, what string, r io.Reader) {
 	t.Helper()
-	err := vi.f.Restore(r)
+	stream, rerr := io.ReadAll(r)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	err := vi.f.Restore(bytes.NewReader(stream))
 	if err == nil {
 		t.Fatalf("%s: Restore succeeded", what)
 	}
@@ -533,6 +548,55 @@ func (vi *victim) restoreFails(t *testing.T, what string, r io.Reader) {
 	if int64(vi.f.LastZxid()) != vi.zxid || v.Digest() != vi.digest {
 		t.Fatalf("%s: a failed Restore changed the state", what)
 	}
+	perr := restorePipelined(t, vi.f, bytes.NewReader(stream))
+	if perr == nil || perr.Error() != err.Error() {
+		t.Fatalf("%s: pipelined restore: %v; Restore: %v", what, perr, err)
+	}
+	if int64(vi.f.LastZxid()) != vi.zxid || vi.f.View().Digest() != vi.digest {
+		t.Fatalf("%s: a failed pipelined restore changed the state", what)
+	}
+}
+
+// restorePipelined restores with the decoding on a goroutine of its own and
+// fails the test if that goroutine reads r after the restore returned, or
+// does not end.
+func restorePipelined(t *testing.T, f *FSM, r io.Reader) error {
+	t.Helper()
+	done := make(chan struct{})
+	gr := &guardedReader{r: r}
+	spawned := false
+	err := f.RestorePipelined(gr, func(decode func()) {
+		spawned = true
+		go func() {
+			defer close(done)
+			decode()
+		}()
+	})
+	gr.returned.Store(true)
+	if !spawned { // the header or the sessions failed
+		return err
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the decoder did not end")
+	}
+	if gr.late.Load() {
+		t.Fatal("the decoder read the stream after RestorePipelined returned")
+	}
+	return err
+}
+
+type guardedReader struct {
+	r              io.Reader
+	returned, late atomic.Bool
+}
+
+func (g *guardedReader) Read(p []byte) (int, error) {
+	if g.returned.Load() {
+		g.late.Store(true)
+	}
+	return g.r.Read(p)
 }
 
 func TestRestoreCorruptSmall(t *testing.T) {

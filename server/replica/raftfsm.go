@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -551,13 +552,21 @@ func (r *raftFSM) Restore(rc io.ReadCloser) error {
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
 	if applied := r.applied.Load(); index <= applied {
+		// Read to the end all the same: the snapshot store checks the
+		// file's CRC as it is read, and the index just read is only
+		// known good once that check passed.
+		if _, err := io.Copy(io.Discard, br); err != nil {
+			return fmt.Errorf("server: reading snapshot: %w", err)
+		}
 		r.log.Warn("not restoring a snapshot that is not ahead of the state; keeping the state",
 			"snapshot_index", index, "applied_index", applied)
 		return nil
 	}
 	var skipped map[uint64]waiter
 	r.mu.Lock()
-	err = r.fsm.Restore(br)
+	resume := suspendCollector()
+	err = r.fsm.RestorePipelined(br, decodeAside)
+	resume()
 	if err == nil {
 		r.applied.Store(index)
 		r.restored(index)
@@ -575,6 +584,42 @@ func (r *raftFSM) Restore(rc io.ReadCloser) error {
 	failPending(skipped, ErrSnapshotInstalled)
 	return err
 }
+
+// The collector is off while a snapshot is restored (suspendCollector):
+// each collection would mark the tree built so far, to find nearly no
+// garbage, since nearly all a restore allocates is the tree. At 10M znodes
+// that is several collections marking up to 2.7 GB on the two cores the
+// restore uses. A memory limit (GOMEMLIMIT) still holds: the runtime
+// collects when the heap reaches it. Servers in one process (tests)
+// restore at once: the first to start turns the collector off, the last
+// to end puts back the setting found.
+var collector struct {
+	mu        sync.Mutex
+	suspended int
+	percent   int
+}
+
+func suspendCollector() (resume func()) {
+	collector.mu.Lock()
+	if collector.suspended == 0 {
+		collector.percent = debug.SetGCPercent(-1)
+	}
+	collector.suspended++
+	collector.mu.Unlock()
+	return func() {
+		collector.mu.Lock()
+		collector.suspended--
+		if collector.suspended == 0 {
+			debug.SetGCPercent(collector.percent)
+		}
+		collector.mu.Unlock()
+	}
+}
+
+// decodeAside runs a restore's decoding on a goroutine of its own, beside
+// the goroutine building the tree (fsm.RestorePipelined): a restart's
+// restore is the restart, and it has both cores to itself.
+func decodeAside(decode func()) { go decode() }
 
 // fsmSnapshot streams a view: a uvarint applied index, then fsm's stream.
 // bytes is the count of log bytes applied since the last snapshot that the

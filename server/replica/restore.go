@@ -43,7 +43,7 @@ func RestoreDataDir(snapshot, dataDir, id, raftAddr, logStore string, log *slog.
 		return 0, digest, fmt.Errorf("restore: %s does not start with a snapshot index (%v)", snapshot, err)
 	}
 	state := fsm.New()
-	if err := state.Restore(br); err != nil {
+	if err := state.RestorePipelined(br, decodeAside); err != nil {
 		return 0, digest, fmt.Errorf("restore: %s is not a valid snapshot: %w", snapshot, err)
 	}
 	digest = state.View().Digest()

@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -109,5 +110,25 @@ func TestSnapshotCheckedShrinkAndClose(t *testing.T) {
 	if err := <-c.verdict; err == nil {
 		// The check may have ended before the close; it must end either way.
 		t.Log("the check ended before the close")
+	}
+}
+
+// Restores at once (servers in one process) keep the collector off until
+// the last ends, then put back the setting found.
+func TestSuspendCollectorNests(t *testing.T) {
+	old := debug.SetGCPercent(173)
+	defer debug.SetGCPercent(old)
+	r1 := suspendCollector()
+	r2 := suspendCollector()
+	if p := debug.SetGCPercent(-1); p != -1 {
+		t.Fatalf("collector at %d during two restores, want off", p)
+	}
+	r1()
+	if p := debug.SetGCPercent(-1); p != -1 {
+		t.Fatalf("collector at %d with one restore still running, want off", p)
+	}
+	r2()
+	if p := debug.SetGCPercent(173); p != 173 {
+		t.Fatalf("collector at %d after both restores, want 173 back", p)
 	}
 }
