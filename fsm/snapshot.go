@@ -382,7 +382,7 @@ type snapRecord struct {
 
 const (
 	recBatchLen = 8192 // records per batch
-	recBatches  = 4   // batches in the pipeline (one being decoded, one being built)
+	recBatches  = 4    // batches in the pipeline (one being decoded, one being built)
 )
 
 // recBatch is a run of records in stream order. A batch that ends in the
