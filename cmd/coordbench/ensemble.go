@@ -33,6 +33,10 @@ type ensemble interface {
 	// write one now (coord only). See snapshots.go.
 	snapshotCount(ctx context.Context, i int) int
 	takeSnapshot(ctx context.Context, i int) error
+	// pastSnapshot is how many raft log entries server i has applied past
+	// its newest whole snapshot on disk: what a restart replays after it
+	// restores (coord only; ok false otherwise).
+	pastSnapshot(ctx context.Context, i int) (entries uint64, ok bool)
 	// restart starts server i again with its data and waits until it
 	// serves.
 	restart(ctx context.Context, i int) error

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -267,5 +269,40 @@ func TestAttemptKind(t *testing.T) {
 	}
 	if got := attemptKind(nil); got != "ok" {
 		t.Errorf("success: %q", got)
+	}
+}
+
+// pastSnapshot counts the entries a server applied past its newest whole
+// snapshot: none right after one is taken, each write after it, and a
+// snapshot still being written (.tmp) does not count.
+func TestPastSnapshot(t *testing.T) {
+	c := startTestCoord(t)
+	ctx := context.Background()
+	s, err := zkOpener(c.zkAddrs(), 10*time.Second, slog.New(slog.DiscardHandler))(ctx, 0, new(atomic.Uint64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if err := s.create(ctx, "/before", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.takeSnapshot(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	after, ok := c.pastSnapshot(ctx, 1)
+	if !ok || after > 2 { // a session's ping entries may follow
+		t.Fatalf("right after a snapshot: %d entries past it, ok %v", after, ok)
+	}
+	for i := range 20 {
+		if err := s.create(ctx, fmt.Sprintf("/after-%d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(c.dir, "s1", "snapshots", "9-99999999-1.tmp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n, ok := c.pastSnapshot(ctx, 1)
+	if !ok || n < after+20 {
+		t.Fatalf("after 20 creates: %d entries past the snapshot (%d before them), ok %v", n, after, ok)
 	}
 }

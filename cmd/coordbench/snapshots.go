@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -52,6 +54,36 @@ func (c *cluster) takeSnapshot(ctx context.Context, i int) error {
 func (c *cluster) snapshotCount(ctx context.Context, i int) int {
 	return int(c.metrics(ctx, i, "coord_raft_snapshots_total")[0])
 }
+
+// pastSnapshot is server i's applied index less the index of its newest
+// whole snapshot (raft names a snapshot's directory term-index-millis; one
+// still being written ends in .tmp).
+func (c *cluster) pastSnapshot(ctx context.Context, i int) (uint64, bool) {
+	st, err := c.status(ctx, i)
+	if err != nil {
+		return 0, false
+	}
+	entries, err := os.ReadDir(filepath.Join(c.dir, fmt.Sprintf("s%d", i), "snapshots"))
+	if err != nil {
+		return 0, false
+	}
+	var newest uint64
+	for _, e := range entries {
+		parts := strings.Split(e.Name(), "-")
+		if !e.IsDir() || strings.HasSuffix(e.Name(), ".tmp") || len(parts) != 3 {
+			continue
+		}
+		if idx, err := strconv.ParseUint(parts[1], 10, 64); err == nil {
+			newest = max(newest, idx)
+		}
+	}
+	if newest == 0 || st.AppliedIndex < newest {
+		return 0, false
+	}
+	return st.AppliedIndex - newest, true
+}
+
+func (z *zkEnsemble) pastSnapshot(context.Context, int) (uint64, bool) { return 0, false }
 
 func (z *zkEnsemble) takeSnapshot(context.Context, int) error {
 	return errors.New("ZooKeeper 3.8 has no command that takes a snapshot")
