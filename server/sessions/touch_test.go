@@ -6,16 +6,26 @@ import (
 	"testing"
 )
 
+// followerWorld is a following server with a connected session (timeout
+// 10 s) of each name, settled.
+func followerWorld(t *testing.T, names ...string) *world {
+	t.Helper()
+	w := newWorld(t, "touch")
+	w.rep.follower.Store(true)
+	for _, n := range names {
+		w.run("connect " + n + " timeout=10000")
+	}
+	w.settle()
+	return w
+}
+
 // A follower's report of the sessions heard from it that fails (the
 // leader slow to answer, or changing) is not lost: the next report carries
 // those sessions. Before, they were dropped, and a leader that missed a
 // few reports in a row expired sessions whose clients kept pinging.
 func TestFailedTouchReportGoesWithTheNext(t *testing.T) {
-	w := newWorld(t, "touch")
+	w := followerWorld(t, "a")
 	defer w.close()
-	w.rep.follower.Store(true)
-	w.run("connect a timeout=10000")
-	w.settle()
 	id := w.session("a").id
 	w.l.Touch(id) // a ping
 
@@ -48,13 +58,8 @@ func TestFailedTouchReportGoesWithTheNext(t *testing.T) {
 // carries every session heard from since the last one once, including
 // one whose connection ended after its last request, and none twice.
 func TestFollowerReportsItsConnectionsTouches(t *testing.T) {
-	w := newWorld(t, "touch")
+	w := followerWorld(t, "a", "b", "c")
 	defer w.close()
-	w.rep.follower.Store(true)
-	w.run("connect a timeout=10000")
-	w.run("connect b timeout=10000")
-	w.run("connect c timeout=10000")
-	w.settle()
 	a, b, c := w.session("a"), w.session("b"), w.session("c")
 	report := func() []int64 {
 		t.Helper()
@@ -84,11 +89,8 @@ func TestFollowerReportsItsConnectionsTouches(t *testing.T) {
 // report that stale mark after it steps down again: the session got a
 // full timeout when it took over, and its client was not heard since.
 func TestTakeOverClearsFollowerMarks(t *testing.T) {
-	w := newWorld(t, "touch")
+	w := followerWorld(t, "a")
 	defer w.close()
-	w.rep.follower.Store(true)
-	w.run("connect a timeout=10000")
-	w.settle()
 	a := w.session("a")
 	w.l.ReportTouches(func([]int64) error { return nil }) // the connect's touch
 	a.conn.c.Touch()
