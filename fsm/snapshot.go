@@ -252,9 +252,10 @@ func (f *FSM) Restore(r io.Reader) error { return f.RestorePipelined(r, nil) }
 // and data) on a goroutine of the caller's while this one builds the tree
 // from the decoded records: spawn starts the function it is given on
 // another goroutine (nil: decode here too, as Restore does). The result is
-// the same either way; on an idle second core the two stages take 0.32
-// s where one goroutine takes 0.37–0.42 s for 1M znodes (BenchmarkRestore). The decoding goroutine has ended when RestorePipelined
-// returns, so the caller may close r then.
+// the same either way; on an idle second core the two stages take 0.32 s
+// where one goroutine takes 0.37–0.42 s for 1M znodes (BenchmarkRestore).
+// The decoding goroutine has ended when RestorePipelined returns, so the
+// caller may close r then.
 func (f *FSM) RestorePipelined(r io.Reader, spawn func(func())) error {
 	f.mu.Lock()
 	g := f.gen + 1 // a generation no view has seen
