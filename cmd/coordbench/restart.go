@@ -49,6 +49,11 @@ type bigResult struct {
 	Servers  []serverHealth `json:"servers"`
 	Restarts []restartRound `json:"restarts"`
 	Wiped    *restartRound  `json:"wiped,omitempty"` // -big-wipe
+	// FreshPage is what this machine took per 4 KiB page of memory touched
+	// for the first time, just before the restarts (freshPageCost): a
+	// restart's restore touches its whole tree so, and on a VM that cost
+	// varies from day to day by an order of magnitude.
+	FreshPage time.Duration `json:"fresh_page_ns,omitempty"`
 }
 
 // runBig loads n znodes of cfg.dataSize bytes with 64 sessions × 8
@@ -143,6 +148,10 @@ func (b *bench) runBig(ctx context.Context, out io.Writer, n, rounds int) (bigRe
 		fmt.Fprintln(out)
 	}
 
+	if d, err := freshPageCost(256 << 20); err == nil {
+		res.FreshPage = d
+		fmt.Fprintf(out, "# big: this machine takes %.2f us per 4 KiB page of memory touched for the first time (256 MiB probed); a restore touches its tree's live heap so\n", float64(d)/float64(time.Microsecond))
+	}
 	last := bigPath(n - 1)
 	fmt.Fprintf(out, "%-5s %-6s %14s %13s  %s\n", "round", "killed", "first-read(ms)", "past-snapshot", "error")
 	for r := 1; r <= rounds && ctx.Err() == nil; r++ {
