@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/hashicorp/raft"
 
 	"coord/api"
@@ -23,7 +25,10 @@ func (r *Replica) SyncIndex(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	resp, err := api.NewInternalClient(cc).ReadIndex(ctx, &api.ReadIndexRequest{})
+	// Wait for the connection (bounded by ctx) rather than fail at once
+	// while it is between attempts: right after a partition heals, raft is
+	// in contact again before this channel has redialled the leader.
+	resp, err := api.NewInternalClient(cc).ReadIndex(ctx, &api.ReadIndexRequest{}, grpc.WaitForReady(true))
 	if err != nil {
 		return 0, err
 	}

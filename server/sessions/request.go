@@ -183,6 +183,7 @@ func (c *Conn) sync(req *Request, start time.Time) {
 			err = c.l.rep.WaitApplied(ctx, idx)
 		}
 		if err != nil {
+			c.l.log.Info("sync failed; answering ConnectionLoss", "session", sessionHex(c.id), "err", err)
 			r = &Reply{Err: vocab.ConnectionLoss}
 		}
 		// Answer under the apply lock, as a read: events of later applies
