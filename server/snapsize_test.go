@@ -138,8 +138,12 @@ func TestSnapshotByLogSizeBoundsLog(t *testing.T) {
 		t.Errorf("after restart %d log bytes since the last snapshot, before %d", after.LogBytes, before)
 	case after.Taken > 0 && (before < snapLimit/2 || after.LogBytes >= before):
 		t.Errorf("after restart %d snapshots and %d log bytes since the last; before %d (limit %d)", after.Taken, after.LogBytes, before, snapLimit)
+	case after.Taken > 0 && after.LastIndex < s.rep.ReplayTo():
+		// A snapshot by size waits for the replay of the log the server
+		// started with (replica.awaitReplay).
+		t.Errorf("after restart a snapshot at index %d, inside the replay to %d", after.LastIndex, s.rep.ReplayTo())
 	case after.Taken > 0:
-		t.Logf("the replay of %d bytes passed the restarted server's threshold: it snapshotted", before)
+		t.Logf("the replay of %d bytes passed the restarted server's threshold: it snapshotted at %d, after the replay to %d", before, after.LastIndex, s.rep.ReplayTo())
 	}
 }
 

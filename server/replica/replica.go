@@ -133,7 +133,12 @@ type Replica struct {
 	overlap   *overlapLog   // the leader's append overlapped with replication (nil: SerialAppend)
 	storeKind string        // LogStoreBolt or LogStoreWAL ("" with stores handed in)
 	snapStore raft.SnapshotStore
-	diskLow   atomic.Bool
+	// replayTo is the last index of the log this server started with: up
+	// to there it replays its own log after the snapshot it restored, and
+	// takes no snapshot by log size meanwhile (awaitReplay). Set before
+	// Start, read only after.
+	replayTo uint64
+	diskLow  atomic.Bool
 	// storeFailed is closed when the checked store fails, storeErr
 	// (written before) says why (checked.go).
 	storeFailed chan struct{}
@@ -330,7 +335,7 @@ func (r *Replica) startRaft() error {
 	trans := &heartbeatGate{NetworkTransport: raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  raftStream{r.peers.raftL, r.peers},
 		MaxPool: 5, Timeout: transportTimeout, Logger: logbridge.HCLog(r.log, "transport"),
-	}), pipelineWait: 4 * cfg.RaftTimeout}
+	}), pipelineWait: 4 * cfg.RaftTimeout, stop: r.closing}
 	if cfg.Bootstrap {
 		has, err := raft.HasExistingState(logStore, stable, snaps)
 		if err != nil {
@@ -369,6 +374,9 @@ func (r *Replica) startRaft() error {
 		r.fsm.awaitDurable = r.overlap.AwaitDurable
 		trans.commitBound = r.overlap.CommitBound
 		trans.acked = r.overlap.Acked
+	}
+	if last, err := logStore.LastIndex(); err == nil {
+		r.replayTo = last
 	}
 	logs := newLogCache(logStore, logCacheEntries, logCacheBytes)
 	rf, err := raft.NewRaft(rc, r.fsm, kickingLogStore{LogStore: logs, fsm: r.fsm}, stable, snaps, trans)

@@ -138,6 +138,9 @@ func (r *Replica) runSnapshots() {
 		if r.fsm.snaps.sinceBytes.Load() < r.fsm.snapAt.Load() {
 			continue // a snapshot raft took on its own got there first
 		}
+		if !r.awaitReplay() {
+			return
+		}
 		if free, need, ok := r.snapshotFits(); !ok {
 			r.fsm.snaps.noSpace.Add(1)
 			// A snapshot that fills the disk would take the space the
@@ -161,6 +164,37 @@ func (r *Replica) runSnapshots() {
 			}
 		}
 	}
+}
+
+// ReplayTo is the last index of the log this server started with, which
+// it replays after its snapshot (for tests and diagnostics).
+func (r *Replica) ReplayTo() uint64 { return r.replayTo }
+
+// replayWait bounds awaitReplay: a replay that has not ended by then (a
+// follower cut off from its leader) lets snapshots by size go on.
+const replayWait = 2 * time.Minute
+
+// awaitReplay waits until this server has applied the log it started with
+// (replayTo), at most replayWait, and reports false if the replica closed
+// meanwhile. A restarted server replays its log past its snapshot before
+// it serves, and the byte count it rebuilds as it goes passes a newly drawn
+// threshold in mid-replay as often as not: a snapshot then writes the
+// whole tree (a core for most of a minute at 10M znodes, the old tree's
+// nodes kept alive while every replayed write copies its path) just when
+// the server should catch up. So the snapshot waits for the replay; the
+// log it would compact grows meanwhile only by what the replay has not
+// reached yet.
+func (r *Replica) awaitReplay() bool {
+	deadline := time.Now().Add(replayWait)
+	for r.fsm.applied.Load() < r.replayTo && time.Now().Before(deadline) {
+		select {
+		case <-r.closing:
+			return false
+		default:
+		}
+		r.fsm.awaitApplied(r.replayTo, 100*time.Millisecond)
+	}
+	return true
 }
 
 // snapshotFits reports whether the data directory has room for the next

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -120,5 +121,50 @@ func TestSnapshotFits(t *testing.T) {
 		if _, got, ok := r.snapshotFits(); ok != c.fits || got != need {
 			t.Errorf("free %d: fits %v needing %d, want %v needing %d", c.free, ok, got, c.fits, need)
 		}
+	}
+}
+
+// TestSnapshotWaitsForTheReplay: a snapshot due by log size waits until the
+// server has applied the log it started with, and no longer than that; a
+// replica closing meanwhile ends the wait.
+func TestSnapshotWaitsForTheReplay(t *testing.T) {
+	f := newRaftFSM("t#0", nopObserver{}, slog.New(slog.DiscardHandler))
+	r := &Replica{fsm: f, closing: make(chan struct{}), replayTo: 10}
+	f.applied.Store(4)
+	done := make(chan bool, 1)
+	go func() { done <- r.awaitReplay() }()
+	select {
+	case <-done:
+		t.Fatal("the snapshot went ahead with the replay at 4 of 10")
+	case <-time.After(300 * time.Millisecond):
+	}
+	f.applied.Store(10)
+	f.signalApplied()
+	select {
+	case ok := <-done:
+		if !ok {
+			t.Fatal("awaitReplay = false with the replica open")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the snapshot still waits with the replay done")
+	}
+
+	// Nothing to replay: no wait.
+	start := time.Now()
+	if !r.awaitReplay() || time.Since(start) > 50*time.Millisecond {
+		t.Fatalf("awaitReplay with the replay done took %v", time.Since(start))
+	}
+
+	g := newRaftFSM("t#1", nopObserver{}, slog.New(slog.DiscardHandler))
+	closing := &Replica{fsm: g, closing: make(chan struct{}), replayTo: 10}
+	go func() { done <- closing.awaitReplay() }()
+	close(closing.closing)
+	select {
+	case ok := <-done:
+		if ok {
+			t.Fatal("awaitReplay = true after the replica closed")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a closed replica's snapshotter still waits for the replay")
 	}
 }
