@@ -173,7 +173,6 @@ func (s *Server) leaderLossLoop() {
 		case state == serving:
 			if served {
 				s.log.Info("serving again: in contact with a leader")
-				s.rep.RedialPeers()
 			} else if waitLogged {
 				s.log.Info("serving: in contact with a leader")
 			}

@@ -242,22 +242,6 @@ func (p *peerPlane) isClosed() bool {
 	return p.closed
 }
 
-// redial has every peer connection waiting out its reconnect backoff try
-// again now.
-func (p *peerPlane) redial() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, cc := range p.conns {
-		cc.ResetConnectBackoff()
-	}
-}
-
-// RedialPeers has the gRPC connections to other servers that are between
-// attempts (up to a second apart) try again at once: the caller saw raft
-// back in contact with a leader after a partition, and a sync or a touch
-// report that finds the leader's channel still waiting fails.
-func (r *Replica) RedialPeers() { r.peers.redial() }
-
 func (p *peerPlane) close() {
 	p.mu.Lock()
 	p.closed = true
