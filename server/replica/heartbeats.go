@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"errors"
 	"sync"
 	"time"
 
@@ -25,6 +26,10 @@ type heartbeatGate struct {
 	// acked, if set, is told of each AppendEntries with entries that a
 	// follower answered with success (overlapLog.Acked).
 	acked func(id raft.ServerID, term, index uint64)
+	// stop ends AppendEntries' retries (the replica's closing); send is
+	// the transport's AppendEntries (tests replace it).
+	stop <-chan struct{}
+	send func(raft.ServerID, raft.ServerAddress, *raft.AppendEntriesRequest, *raft.AppendEntriesResponse) error
 
 	mu     sync.RWMutex // read-held while a heartbeat is handled
 	closed bool
@@ -75,15 +80,57 @@ func (g *heartbeatGate) AppendEntriesPipeline(id raft.ServerID, target raft.Serv
 	return gp, nil
 }
 
+// A replication AppendEntries that fails to reach its peer is tried again
+// every retryEvery for up to replicateRetry before raft hears of the
+// failure. raft backs off from a peer by the failures it counted since its
+// last success, 10 ms doubling to 10.24 s, and sleeps that long before its
+// next try however soon the peer is back. A follower restarting with a
+// large tree is unreachable, or connected but silent, for as long as its
+// restore takes (10-15 s at 10M znodes on a slow day), which was enough
+// for raft's next try to come up to 10 s after the follower could have
+// taken it: the restart's first read waited that long. With the retries
+// here raft counts about one failure per replicateRetry of absence, and the
+// try that reaches the peer is at most retryEvery (or one transport
+// timeout, for a peer that accepts and does not answer) after it can.
+// Heartbeats keep raft's own handling (their backoff is capped at half the
+// heartbeat timeout).
+const (
+	replicateRetry = 30 * time.Second
+	retryEvery     = 100 * time.Millisecond
+)
+
 // AppendEntries sends raft's AppendEntries with its commit index capped
-// (commitBound).
+// (commitBound), trying a replication request again while its peer cannot
+// be reached (replicateRetry).
 func (g *heartbeatGate) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	capCommit(args, g.commitBound)
-	err := g.NetworkTransport.AppendEntries(id, target, args, resp)
+	send := g.send
+	if send == nil {
+		send = g.NetworkTransport.AppendEntries
+	}
+	err := send(id, target, args, resp)
+	if err != nil && !isHeartbeat(args) {
+		deadline := time.Now().Add(replicateRetry)
+		for err != nil && !errors.Is(err, raft.ErrTransportShutdown) && time.Now().Before(deadline) {
+			select {
+			case <-g.stop:
+				return err
+			case <-time.After(retryEvery):
+			}
+			*resp = raft.AppendEntriesResponse{}
+			err = send(id, target, args, resp)
+		}
+	}
 	if err == nil {
 		reportAck(g.acked, id, args, resp)
 	}
 	return err
+}
+
+// isHeartbeat reports raft's heartbeat: an AppendEntries without entries
+// or a previous entry.
+func isHeartbeat(args *raft.AppendEntriesRequest) bool {
+	return len(args.Entries) == 0 && args.PrevLogEntry == 0 && args.PrevLogTerm == 0
 }
 
 // reportAck tells acked of a successful answer to an AppendEntries that

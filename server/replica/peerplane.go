@@ -198,8 +198,14 @@ func (p *peerPlane) dialChannel(ctx context.Context, addr string, ch byte) (net.
 
 // DialOptions are the options of a gRPC connection to another server's
 // peer plane: authenticated connections, quick to reconnect once a peer is
-// back (gRPC's default backoff grows to two minutes, which would keep a
-// healed partition or a restarted peer apart that long).
+// back. gRPC's default backoff grows to two minutes, which would keep a
+// healed partition or a restarted peer apart that long; here it stops at
+// 250 ms (a few refused dials a second to a server that is down), because
+// raft may be in contact again at once (the leader retries replication
+// every 100 ms, heartbeats.go) and a follower serving again must reach the
+// leader for a sync or a touch report within a sync's bound
+// (2 × LeaderWait, 800 ms in the tests). gRPC's own way to cut a wait
+// short, ResetConnectBackoff, races its balancer (seen by -race in CI).
 func (p *peerPlane) dialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
 		// TLS is under the gRPC connection, in the dialer.
@@ -209,7 +215,7 @@ func (p *peerPlane) dialOptions() []grpc.DialOption {
 		}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(p.maxMsg), grpc.MaxCallSendMsgSize(p.maxMsg)),
 		grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 250 * time.Millisecond},
 			MinConnectTimeout: 2 * time.Second,
 		}),
 	}

@@ -335,7 +335,7 @@ func (r *Replica) startRaft() error {
 	trans := &heartbeatGate{NetworkTransport: raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  raftStream{r.peers.raftL, r.peers},
 		MaxPool: 5, Timeout: transportTimeout, Logger: logbridge.HCLog(r.log, "transport"),
-	}), pipelineWait: 4 * cfg.RaftTimeout}
+	}), pipelineWait: 4 * cfg.RaftTimeout, stop: r.closing}
 	if cfg.Bootstrap {
 		has, err := raft.HasExistingState(logStore, stable, snaps)
 		if err != nil {
