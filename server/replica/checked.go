@@ -140,6 +140,9 @@ type checkedStore struct {
 	stablePath string // wal/wal-meta.db or raft.db
 	onFail     func(error)
 	stages     StageObserver // times each append (StageAppend); nil: none
+	// types are the verified entries' types and terms, for raft's startup
+	// scan (startscan.go); nil once raft has started.
+	types *logTypes
 
 	failOnce sync.Once
 	failed   atomic.Pointer[error] // the first failure
@@ -473,6 +476,7 @@ func (s *checkedStore) verify() (uint64, error) {
 	}
 	var n uint64
 	var l raft.Log
+	types := newLogTypes(max(first, 1), last)
 	for i := max(first, 1); last > 0 && i <= last; i++ {
 		// A bolt log may have a gap below a snapshot a follower installed
 		// (raft keeps its trailing entries): nothing there to verify.
@@ -481,8 +485,10 @@ func (s *checkedStore) verify() (uint64, error) {
 		} else if err != nil {
 			return n, err
 		}
+		types.add(&l)
 		n++
 	}
+	s.types = types
 	for _, key := range [][]byte{keyCurrentTerm, keyLastVoteTerm, keyLastVoteCand} {
 		if _, _, err := s.getChecked(key); err != nil {
 			return n, err

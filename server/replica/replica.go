@@ -138,7 +138,10 @@ type Replica struct {
 	// takes no snapshot by log size meanwhile (awaitReplay). Set before
 	// Start, read only after.
 	replayTo uint64
-	diskLow  atomic.Bool
+	// scanSkipped: entries raft's startup scan was answered without their
+	// data (startscan.go).
+	scanSkipped uint64
+	diskLow     atomic.Bool
 	// storeFailed is closed when the checked store fails, storeErr
 	// (written before) says why (checked.go).
 	storeFailed chan struct{}
@@ -379,7 +382,17 @@ func (r *Replica) startRaft() error {
 		r.replayTo = last
 	}
 	logs := newLogCache(logStore, logCacheEntries, logCacheBytes)
-	rf, err := raft.NewRaft(rc, r.fsm, kickingLogStore{LogStore: logs, fsm: r.fsm}, stable, snaps, trans)
+	var types *logTypes
+	if r.checked != nil {
+		types, r.checked.types = r.checked.types, nil
+	}
+	scan := armStartupScan(kickingLogStore{LogStore: logs, fsm: r.fsm}, types)
+	rf, err := raft.NewRaft(rc, r.fsm, scan, stable, snaps, trans)
+	scan.disarm()
+	if n := scan.skipped.Load(); n > 0 {
+		r.log.Info("raft's startup scan read only the configuration entries past the snapshot", "skipped", n)
+	}
+	r.scanSkipped = scan.skipped.Load()
 	if err != nil {
 		if r.checked != nil {
 			// raft names no file when no snapshot loads: say which.
