@@ -141,6 +141,16 @@ type kickingLogStore struct {
 
 func (k kickingLogStore) StoreLog(l *raft.Log) error { return k.StoreLogs([]*raft.Log{l}) }
 
+// GetLog reads an entry for raft; during the startup replay its commands
+// are decoded here, on raft's goroutine, ahead of the apply (predecode.go).
+func (k kickingLogStore) GetLog(index uint64, l *raft.Log) error {
+	err := k.LogStore.GetLog(index, l)
+	if err == nil {
+		k.fsm.predecode(l)
+	}
+	return err
+}
+
 func (k kickingLogStore) StoreLogs(logs []*raft.Log) error {
 	err := k.LogStore.StoreLogs(logs)
 	if err == nil {

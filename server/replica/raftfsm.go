@@ -79,6 +79,10 @@ type raftFSM struct {
 	snapAt    atomic.Uint64
 	snapWake  chan struct{}
 
+	// pre holds commands decoded as raft read them during the startup
+	// replay (predecode.go).
+	pre predecoded
+
 	// awaitDurable, if set, waits until this server's log holds every
 	// entry up to an index durably (overlapLog.AwaitDurable): the leader
 	// applies nothing before.
@@ -331,6 +335,7 @@ func (r *raftFSM) applyChunk(logs []*raft.Log) {
 		moved = true
 	}
 	r.mu.Unlock()
+	r.forgetDecoded(logs[0].Index, logs[len(logs)-1].Index)
 	if moved {
 		r.signalApplied()
 	}
@@ -503,6 +508,12 @@ func (r *raftFSM) applyCommand(l *raft.Log) {
 	start := time.Now()
 	r.raftDone(l.Data, start)
 	defer func() { r.stages.ObserveStage(StageApply, time.Since(start)) }()
+	if pre, ok := r.takeDecoded(l); ok {
+		for _, dc := range pre {
+			r.applyOne(l, dc.entryCmd, dc.cmd)
+		}
+		return
+	}
 	cmds, err := decodeEntry(l.Data)
 	if err != nil {
 		r.undecodable(l, err)
@@ -512,11 +523,16 @@ func (r *raftFSM) applyCommand(l *raft.Log) {
 		if err != nil {
 			r.undecodable(l, err)
 		}
-		res, triggers := r.fsm.Apply(l.Term, cmd)
-		r.obs.Applied(cmd, res, triggers)
-		if ec.origin == r.origin {
-			r.completeApplied(ec.seq, cmd, Result{Res: res, Index: l.Index})
-		}
+		r.applyOne(l, ec, cmd)
+	}
+}
+
+// applyOne applies one command of entry l.
+func (r *raftFSM) applyOne(l *raft.Log, ec entryCmd, cmd *fsm.Command) {
+	res, triggers := r.fsm.Apply(l.Term, cmd)
+	r.obs.Applied(cmd, res, triggers)
+	if ec.origin == r.origin {
+		r.completeApplied(ec.seq, cmd, Result{Res: res, Index: l.Index})
 	}
 }
 

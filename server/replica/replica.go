@@ -389,6 +389,7 @@ func (r *Replica) startRaft() error {
 	scan := armStartupScan(kickingLogStore{LogStore: logs, fsm: r.fsm}, types)
 	rf, err := raft.NewRaft(rc, r.fsm, scan, stable, snaps, trans)
 	scan.disarm()
+	r.fsm.startPredecode(r.replayTo) // after raft's scan: only the replay's reads
 	if n := scan.skipped.Load(); n > 0 {
 		r.log.Info("raft's startup scan read only the configuration entries past the snapshot", "skipped", n)
 	}
