@@ -166,6 +166,13 @@ func (r *Replica) runSnapshots() {
 	}
 }
 
+// StartupScanSkipped is how many entries raft's startup scan was answered
+// without their data (startscan.go), and ReplayDecoded how many entries
+// the replay applied from commands decoded as raft read them
+// (predecode.go): for tests and diagnostics.
+func (r *Replica) StartupScanSkipped() uint64 { return r.scanSkipped }
+func (r *Replica) ReplayDecoded() uint64      { return r.fsm.pre.used.Load() }
+
 // ReplayTo is the last index of the log this server started with, which
 // it replays after its snapshot (for tests and diagnostics).
 func (r *Replica) ReplayTo() uint64 { return r.replayTo }
