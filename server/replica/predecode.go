@@ -20,26 +20,29 @@ import (
 // GetLog), and the apply takes the decoded commands (takeDecoded) instead
 // of decoding them again. An entry is decoded from the bytes raft hands
 // the apply (the same entry: its index and term), so the state is the
-// same either way. Decoded entries wait at most predecodeMax at a time, and
-// none once the replay is over; an entry that does not decode is left to
+// same either way. Decoded entries wait at most predecodeMax at a time (and
+// predecodeMaxBytes of entry data), and none once the replay is over; an entry that does not decode is left to
 // the apply, which stops the server on it as before.
 type predecoded struct {
 	on    atomic.Bool
 	until uint64 // replayTo; set before on
 
-	mu sync.Mutex
-	m  map[uint64]decodedEntry
+	mu    sync.Mutex
+	m     map[uint64]decodedEntry
+	bytes int // entry data of m
 
 	used atomic.Uint64 // entries applied from their decoded commands
 }
 
-// predecodeMax bounds the entries decoded ahead of the apply: raft reads up
-// to 128 batches of up to 64 entries ahead.
+// predecodeMax bounds the entries decoded ahead of the apply (raft reads up
+// to 128 batches of up to 64 entries ahead), predecodeMaxBytes their data.
 const predecodeMax = 128 * 64
 
+var predecodeMaxBytes = 64 << 20 // a variable for tests
+
 type decodedEntry struct {
-	term uint64
-	cmds []decodedCmd
+	term, size uint64
+	cmds       []decodedCmd
 }
 
 type decodedCmd struct {
@@ -76,8 +79,9 @@ func (r *raftFSM) predecode(l *raft.Log) {
 		cmds[i] = decodedCmd{entryCmd: ec, cmd: c}
 	}
 	p.mu.Lock()
-	if p.on.Load() && len(p.m) < predecodeMax {
-		p.m[l.Index] = decodedEntry{term: l.Term, cmds: cmds}
+	if _, dup := p.m[l.Index]; p.on.Load() && !dup && len(p.m) < predecodeMax && p.bytes+len(l.Data) <= predecodeMaxBytes {
+		p.m[l.Index] = decodedEntry{term: l.Term, size: uint64(len(l.Data)), cmds: cmds}
+		p.bytes += len(l.Data)
 	}
 	p.mu.Unlock()
 }
@@ -93,7 +97,7 @@ func (r *raftFSM) takeDecoded(l *raft.Log) ([]decodedCmd, bool) {
 	defer p.mu.Unlock()
 	d, ok := p.m[l.Index]
 	if ok {
-		delete(p.m, l.Index)
+		p.drop(l.Index, d)
 	}
 	if !ok || d.term != l.Term {
 		return nil, false
@@ -114,13 +118,21 @@ func (r *raftFSM) forgetDecoded(from, index uint64) {
 	defer p.mu.Unlock()
 	if index >= p.until {
 		p.on.Store(false)
-		p.m = nil
+		p.m, p.bytes = nil, 0
 		r.log.Info("replayed the log this server started with", "to", p.until, "decoded_while_read", p.used.Load())
 		return
 	}
 	if len(p.m) > 0 {
 		for i := from; i <= index; i++ {
-			delete(p.m, i)
+			if d, ok := p.m[i]; ok {
+				p.drop(i, d)
+			}
 		}
 	}
+}
+
+// drop forgets entry index's decoded commands; p.mu is held.
+func (p *predecoded) drop(index uint64, d decodedEntry) {
+	delete(p.m, index)
+	p.bytes -= int(d.size)
 }

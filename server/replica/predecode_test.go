@@ -64,3 +64,32 @@ func TestPredecodedReplayAppliesTheSame(t *testing.T) {
 		t.Fatal("an entry past the replay was decoded ahead")
 	}
 }
+
+// What waits decoded is bounded in bytes of entry data as well as in
+// entries; what the apply takes or passes frees its share.
+func TestPredecodedIsBounded(t *testing.T) {
+	defer func(b int) { predecodeMaxBytes = b }(predecodeMaxBytes)
+	one := len(entryOf(1, "o", 1, createCmd("/n001", bytes.Repeat([]byte{'x'}, 1000))).Data)
+	predecodeMaxBytes = 10 * one
+	s := newBare("now")
+	s.fsm.startPredecode(100)
+	var logs []*raft.Log
+	for i := uint64(1); i <= 30; i++ {
+		l := entryOf(i, "o", i, createCmd(fmt.Sprintf("/n%03d", i), bytes.Repeat([]byte{'x'}, 1000)))
+		logs = append(logs, l)
+		s.fsm.predecode(l)
+	}
+	if n, b := len(s.fsm.pre.m), s.fsm.pre.bytes; n != 10 || b != 10*one {
+		t.Fatalf("%d entries (%d bytes) wait decoded, want 10 (%d bytes)", n, b, 10*one)
+	}
+	s.fsm.ApplyBatch(logs[:20])
+	if n, b := len(s.fsm.pre.m), s.fsm.pre.bytes; n != 0 || b != 0 {
+		t.Fatalf("after the apply %d entries (%d bytes) still wait decoded", n, b)
+	}
+	for _, l := range logs[20:] {
+		s.fsm.predecode(l)
+	}
+	if n := len(s.fsm.pre.m); n != 10 {
+		t.Fatalf("%d entries decoded after the apply freed room, want 10", n)
+	}
+}
