@@ -63,6 +63,13 @@ func (s *startupScan) GetLog(index uint64, l *raft.Log) error {
 	return s.LogStore.GetLog(index, l)
 }
 
+// IsMonotonic passes on whether the store refuses gaps (raft-wal does;
+// see kickingLogStore): raft asks the store it was given.
+func (s *startupScan) IsMonotonic() bool {
+	m, ok := s.LogStore.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}
+
 // step advances the expected sequence by index and reports whether its
 // entry may be answered without data (and its type and term).
 func (s *startupScan) step(st *scanState, index uint64) (raft.LogType, uint64, bool) {

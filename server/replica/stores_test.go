@@ -136,10 +136,16 @@ func TestWrappedStoreKeepsMonotonic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var wrapped raft.LogStore = kickingLogStore{LogStore: cache, fsm: &raftFSM{}}
-		m, ok := wrapped.(raft.MonotonicLogStore)
-		if got := ok && m.IsMonotonic(); got != want {
-			t.Errorf("%s: monotonic as raft sees it = %v, want %v", kind, got, want)
+		// As startRaft hands it to raft: the startup scan's answers
+		// outermost.
+		for _, wrapped := range []raft.LogStore{
+			kickingLogStore{LogStore: cache, fsm: &raftFSM{}},
+			armStartupScan(kickingLogStore{LogStore: cache, fsm: &raftFSM{}}, newLogTypes(1, 10)),
+		} {
+			m, ok := wrapped.(raft.MonotonicLogStore)
+			if got := ok && m.IsMonotonic(); got != want {
+				t.Errorf("%s: monotonic as raft sees it through %T = %v, want %v", kind, wrapped, got, want)
+			}
 		}
 		closer.Close()
 	}
