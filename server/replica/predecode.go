@@ -35,10 +35,13 @@ type predecoded struct {
 }
 
 // predecodeMax bounds the entries decoded ahead of the apply (raft reads up
-// to 128 batches of up to 64 entries ahead), predecodeMaxBytes their data.
+// to 128 batches of up to 64 entries ahead), predecodeMaxBytes their data:
+// at 10M znodes an entry carries ~20 KB of creates and raft's queue holds
+// up to ~166 MB of them, whose decoded commands are about as large; a
+// smaller bound leaves the apply decoding whatever raft read past it.
 const predecodeMax = 128 * 64
 
-var predecodeMaxBytes = 64 << 20 // a variable for tests
+var predecodeMaxBytes = 256 << 20 // a variable for tests
 
 type decodedEntry struct {
 	term, size uint64
