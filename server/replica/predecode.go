@@ -34,11 +34,12 @@ type predecoded struct {
 	used atomic.Uint64 // entries applied from their decoded commands
 }
 
-// predecodeMax bounds the entries decoded ahead of the apply (raft reads up
-// to 128 batches of up to 64 entries ahead), predecodeMaxBytes their data:
-// at 10M znodes an entry carries ~20 KB of creates and raft's queue holds
-// up to ~166 MB of them, whose decoded commands are about as large; a
-// smaller bound leaves the apply decoding whatever raft read past it.
+// predecodeMax bounds the entries decoded ahead of the apply, and
+// predecodeMaxBytes their data. raft reads ahead up to 128 batches of up to
+// MaxAppendEntries (1,024) entries, which at 10M znodes (~20 KB of creates
+// an entry, 221 MB past the snapshot) is the whole replay; the decoded
+// commands are about as large as the entries raft holds meanwhile. What
+// raft reads past the bounds the apply decodes itself.
 const predecodeMax = 128 * 64
 
 var predecodeMaxBytes = 256 << 20 // a variable for tests
