@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -30,6 +31,12 @@ type heartbeatGate struct {
 	// the transport's AppendEntries (tests replace it).
 	stop <-chan struct{}
 	send func(raft.ServerID, raft.ServerAddress, *raft.AppendEntriesRequest, *raft.AppendEntriesResponse) error
+	// raft, once NewRaft returned, ends the retries of a term this server
+	// no longer leads: raft stops its replication goroutine on a step-down,
+	// but not a send in progress, which would go on retrying the old
+	// term for up to replicateRetry. leads replaces the check in tests.
+	raft  atomic.Pointer[raft.Raft]
+	leads func(term uint64) bool
 
 	mu     sync.RWMutex // read-held while a heartbeat is handled
 	closed bool
@@ -117,6 +124,9 @@ func (g *heartbeatGate) AppendEntries(id raft.ServerID, target raft.ServerAddres
 				return err
 			case <-time.After(retryEvery):
 			}
+			if !g.stillLeads(args.Term) {
+				return err // raft stopped this replication (a step-down)
+			}
 			*resp = raft.AppendEntriesResponse{}
 			err = send(id, target, args, resp)
 		}
@@ -125,6 +135,16 @@ func (g *heartbeatGate) AppendEntries(id raft.ServerID, target raft.ServerAddres
 		reportAck(g.acked, id, args, resp)
 	}
 	return err
+}
+
+// stillLeads reports whether this server still leads in term (true until
+// raft is known).
+func (g *heartbeatGate) stillLeads(term uint64) bool {
+	if g.leads != nil {
+		return g.leads(term)
+	}
+	rf := g.raft.Load()
+	return rf == nil || (rf.State() == raft.Leader && rf.CurrentTerm() == term)
 }
 
 // isHeartbeat reports raft's heartbeat: an AppendEntries without entries

@@ -165,4 +165,20 @@ func TestReplicationWaitsForAPeerToComeBack(t *testing.T) {
 	if err := g.AppendEntries("p", "x", args, &resp); !errors.Is(err, raft.ErrTransportShutdown) || tries.Load() != 1 {
 		t.Fatalf("shut transport: err %v after %d tries", err, tries.Load())
 	}
+
+	// A step-down ends the retries of the old term: raft has stopped the
+	// replication, and its send must not go on for replicateRetry.
+	var leading atomic.Bool
+	leading.Store(true)
+	g.leads = func(term uint64) bool { return leading.Load() && term == 1 }
+	g.send = func(raft.ServerID, raft.ServerAddress, *raft.AppendEntriesRequest, *raft.AppendEntriesResponse) error {
+		tries.Add(1)
+		return unreachable
+	}
+	tries.Store(0)
+	time.AfterFunc(350*time.Millisecond, func() { leading.Store(false) })
+	start = time.Now()
+	if err := g.AppendEntries("p", "x", args, &resp); err == nil || tries.Load() < 2 || time.Since(start) > 2*time.Second {
+		t.Fatalf("stepped down: err %v after %d tries in %v", err, tries.Load(), time.Since(start))
+	}
 }

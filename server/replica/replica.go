@@ -411,6 +411,7 @@ func (r *Replica) startRaft() error {
 	if r.overlap != nil {
 		r.overlap.follow(rf)
 	}
+	trans.raft.Store(rf)
 	r.raft, r.logs, r.transport, r.snapStore = rf, logs, trans, snaps
 	return nil
 }
