@@ -38,6 +38,10 @@ type heartbeatGate struct {
 	raft  atomic.Pointer[raft.Raft]
 	leads func(term uint64) bool
 
+	// running, if set, is set once raft installs its heartbeat handler
+	// (raftStream lets connections through from then on).
+	running *atomic.Bool
+
 	mu     sync.RWMutex // read-held while a heartbeat is handled
 	closed bool
 }
@@ -57,6 +61,9 @@ func (g *heartbeatGate) SetHeartbeatHandler(cb func(raft.RPC)) {
 		defer g.mu.RUnlock()
 		cb(rpc)
 	})
+	if g.running != nil {
+		g.running.Store(true)
+	}
 }
 
 func (g *heartbeatGate) enter() bool {

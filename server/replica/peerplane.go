@@ -267,6 +267,30 @@ func (p *peerPlane) close() {
 type raftStream struct {
 	*chanListener
 	p *peerPlane
+	// running, once set, lets raft's connections through; until then
+	// Accept closes them (nil: always through).
+	running *atomic.Bool
+}
+
+// Accept returns the next raft connection once raft runs, and closes those
+// that come before. raft's transport accepts from the moment it is made,
+// before NewRaft has restored the snapshot (seconds at millions of znodes)
+// and installed its heartbeat fast path: a heartbeat taken then waits for
+// raft's main goroutine, which, once it runs, may first spend seconds
+// reading the replay for the leader's first AppendEntries. The leader,
+// waiting on that heartbeat for up to a transport timeout (10 s), sent no
+// other, and the restarted server, hearing from no leader, served nobody
+// (a 10M restart waited 6.9 s for it). Closed, the leader's heartbeat fails
+// and is sent again within half a heartbeat timeout, and the one after
+// raft runs takes the fast path whatever the main goroutine is doing.
+func (s raftStream) Accept() (net.Conn, error) {
+	for {
+		c, err := s.chanListener.Accept()
+		if err != nil || s.running == nil || s.running.Load() {
+			return c, err
+		}
+		c.Close()
+	}
 }
 
 func (s raftStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {

@@ -335,10 +335,11 @@ func (r *Replica) startRaft() error {
 			r.closer.Close()
 		}
 	}
+	running := new(atomic.Bool) // raft installed its heartbeat fast path
 	trans := &heartbeatGate{NetworkTransport: raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  raftStream{r.peers.raftL, r.peers},
+		Stream:  raftStream{chanListener: r.peers.raftL, p: r.peers, running: running},
 		MaxPool: 5, Timeout: transportTimeout, Logger: logbridge.HCLog(r.log, "transport"),
-	}), pipelineWait: 4 * cfg.RaftTimeout, stop: r.closing}
+	}), pipelineWait: 4 * cfg.RaftTimeout, stop: r.closing, running: running}
 	if cfg.Bootstrap {
 		has, err := raft.HasExistingState(logStore, stable, snaps)
 		if err != nil {
