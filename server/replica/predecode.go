@@ -70,17 +70,9 @@ func (r *raftFSM) predecode(l *raft.Log) {
 	if !p.on.Load() || l.Type != raft.LogCommand || l.Index > p.until || l.Index <= r.applied.Load() {
 		return
 	}
-	ecs, err := decodeEntry(l.Data)
+	cmds, err := decodeCommands(l.Data)
 	if err != nil {
 		return
-	}
-	cmds := make([]decodedCmd, len(ecs))
-	for i, ec := range ecs {
-		c, err := fsm.DecodeCommand(ec.cmd)
-		if err != nil {
-			return
-		}
-		cmds[i] = decodedCmd{entryCmd: ec, cmd: c}
 	}
 	p.mu.Lock()
 	if _, dup := p.m[l.Index]; p.on.Load() && !dup && len(p.m) < predecodeMax && p.bytes+len(l.Data) <= predecodeMaxBytes {
@@ -88,6 +80,24 @@ func (r *raftFSM) predecode(l *raft.Log) {
 		p.bytes += len(l.Data)
 	}
 	p.mu.Unlock()
+}
+
+// decodeCommands decodes a command entry's data: the apply's decoding,
+// and the replay's ahead of it.
+func decodeCommands(data []byte) ([]decodedCmd, error) {
+	ecs, err := decodeEntry(data)
+	if err != nil {
+		return nil, err
+	}
+	cmds := make([]decodedCmd, len(ecs))
+	for i, ec := range ecs {
+		c, err := fsm.DecodeCommand(ec.cmd)
+		if err != nil {
+			return nil, err
+		}
+		cmds[i] = decodedCmd{entryCmd: ec, cmd: c}
+	}
+	return cmds, nil
 }
 
 // takeDecoded returns l's commands decoded ahead, if they were, and forgets

@@ -508,22 +508,15 @@ func (r *raftFSM) applyCommand(l *raft.Log) {
 	start := time.Now()
 	r.raftDone(l.Data, start)
 	defer func() { r.stages.ObserveStage(StageApply, time.Since(start)) }()
-	if pre, ok := r.takeDecoded(l); ok {
-		for _, dc := range pre {
-			r.applyOne(l, dc.entryCmd, dc.cmd)
+	cmds, ok := r.takeDecoded(l)
+	if !ok {
+		var err error
+		if cmds, err = decodeCommands(l.Data); err != nil {
+			r.undecodable(l, err) // before any of its commands applies
 		}
-		return
 	}
-	cmds, err := decodeEntry(l.Data)
-	if err != nil {
-		r.undecodable(l, err)
-	}
-	for _, ec := range cmds {
-		cmd, err := fsm.DecodeCommand(ec.cmd)
-		if err != nil {
-			r.undecodable(l, err)
-		}
-		r.applyOne(l, ec, cmd)
+	for _, dc := range cmds {
+		r.applyOne(l, dc.entryCmd, dc.cmd)
 	}
 }
 
