@@ -67,6 +67,7 @@ type config struct {
 	scaleWatches     int
 	scaleTimeout     time.Duration
 	scaleCPUWindow   time.Duration
+	scalePhases      map[string]bool // -scale-phases: which of move, storm, expiry run
 	floor            int // -floor: samples of each part of the write floor (floor.go)
 
 	jsonPath string // "" none, "-" stdout, else a file
@@ -130,6 +131,7 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	fs.DurationVar(&c.scaleTimeout, "scale-timeout", 30*time.Second, "-scale: the session timeout asked for")
 	fs.IntVar(&c.floor, "floor", 0, "after the runs, take `N` samples each of a durable append (write + fdatasync, in the cluster's directory) and a loopback TCP round trip, and print what one replicated write cannot go below on this machine (floor.go)")
 	fs.DurationVar(&c.scaleCPUWindow, "scale-cpu-window", 10*time.Second, "-scale: how long the servers' CPU is measured, idle")
+	scalePhases := fs.String("scale-phases", "move,storm,expiry", "-scale: the phases after the watches, comma separated: move (every session's connection closed, the session taken to another server with its watches re-registered by SetWatches2, before the fan-out, which then shows they were), storm (SIGKILL of the leader) and expiry (half the sessions expiring at once)")
 	fs.StringVar(&c.jsonPath, "json", "", "also write one JSON object per run to this `file` (- for stdout)")
 	fs.StringVar(&c.sessionOn, "session-on", "", "-local, -zookeeper: `leader` or follower: start the list of servers (and so session 0, the one session of a 1x1 run) at the leader or at a voter after it")
 	fs.StringVar(&c.stages, "stages", "", "print each run's write-path stage breakdown from the servers' /metrics (coord_write_stage_seconds): \"local\" with -local, or their HTTP addresses, comma separated")
@@ -294,8 +296,18 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 		if c.scaleWatches == 0 {
 			c.scaleWatches = 10 * c.scale
 		}
-	} else if set["scale-watches"] || set["scale-timeout"] || set["scale-cpu-window"] {
-		return c, errors.New("-scale-watches, -scale-timeout and -scale-cpu-window apply only with -scale")
+		c.scalePhases = map[string]bool{}
+		for _, ph := range strings.Split(*scalePhases, ",") {
+			switch ph = strings.TrimSpace(ph); ph {
+			case "move", "storm", "expiry":
+				c.scalePhases[ph] = true
+			case "":
+			default:
+				return c, fmt.Errorf("-scale-phases: unknown phase %q (want move, storm, expiry)", ph)
+			}
+		}
+	} else if set["scale-watches"] || set["scale-timeout"] || set["scale-cpu-window"] || set["scale-phases"] {
+		return c, errors.New("-scale-watches, -scale-timeout, -scale-cpu-window and -scale-phases apply only with -scale")
 	}
 	c.jsonPath = strings.TrimSpace(c.jsonPath)
 	return c, nil

@@ -424,6 +424,17 @@ func (lc *lightConn) drop() {
 	}
 }
 
+// bounce closes the connection and keeps the session: the reader takes it
+// to another server (reconnect), as when its server goes away.
+func (lc *lightConn) bounce() {
+	lc.mu.Lock()
+	c := lc.c
+	lc.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+}
+
 // state reports whether the session is connected now and whether it
 // expired.
 func (lc *lightConn) state() (connected, expired bool) {

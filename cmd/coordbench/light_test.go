@@ -127,7 +127,7 @@ func TestLightClientOnCoord(t *testing.T) {
 }
 
 // The scale worker's protocol, in process, against a real server:
-// sessions, watches, a fan-out and a mass expiry.
+// sessions, watches, a move of every session, a fan-out and a mass expiry.
 func TestScaleWorkerOnCoord(t *testing.T) {
 	c := startTestCoord(t)
 	addrs := c.zkAddrs()
@@ -193,6 +193,17 @@ func TestScaleWorkerOnCoord(t *testing.T) {
 	}
 	if m := do(scaleCmd{Cmd: "watch", Per: 6}); m.Watches != 240 {
 		t.Fatalf("watch: %d watches, want 240", m.Watches)
+	}
+	// A move: every connection closed under its session, every session
+	// back with its watches; the fan-out below needs the hot watch
+	// re-registered.
+	if m := do(scaleCmd{Cmd: "arm-storm", Server: -1}); m.Watches != 240 {
+		t.Fatalf("arm a move: %d watches, want 240", m.Watches)
+	}
+	do(scaleCmd{Cmd: "move"})
+	status("40 sessions back", func(s scaleStatus) bool { return s.Down == 40 && s.Back == 40 })
+	if m := do(scaleCmd{Cmd: "collect-storm"}); len(m.Times) != 40 || m.Down != 40 || m.Expired != 0 || m.Failed != 0 {
+		t.Fatalf("move: %d back, %d down, %d expired, %d failed; want 40, 40, 0, 0", len(m.Times), m.Down, m.Expired, m.Failed)
 	}
 	do(scaleCmd{Cmd: "arm-fanout"})
 	before := time.Now().UnixNano()

@@ -293,7 +293,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		}
 	}
 	if cfg.scale > 0 {
-		res, err := b.runScale(ctx, stdout, cfg.scale, cfg.scaleWatches, cfg.scaleTimeout, cfg.scaleCPUWindow)
+		res, err := b.runScale(ctx, stdout, cfg.scale, cfg.scaleWatches, cfg.scaleTimeout, cfg.scaleCPUWindow, cfg.scalePhases)
 		if err == nil {
 			printScale(stdout, res)
 		}

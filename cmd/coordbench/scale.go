@@ -92,6 +92,22 @@ type scaleResult struct {
 	FanoutP99       time.Duration `json:"fanout_p99_ns"`
 	FanoutLast      time.Duration `json:"fanout_last_ns"`
 
+	// The move (-scale-phases move): every session taken to another
+	// server with its watches; the servers' CPU over it (summed, seconds)
+	// and what they would have used idle in as long.
+	MoveSessions  int           `json:"move_sessions,omitempty"`
+	MoveBack      int           `json:"move_back,omitempty"`
+	MoveExpired   int           `json:"move_expired,omitempty"`
+	MoveFailed    int           `json:"move_failed,omitempty"`
+	MoveWatches   int           `json:"move_watches,omitempty"`
+	MoveP50       time.Duration `json:"move_p50_ns,omitempty"`
+	MoveAllBack   time.Duration `json:"move_all_back_ns,omitempty"`
+	MoveCPU       float64       `json:"move_cpu_s,omitempty"`
+	MoveCPUIdle   float64       `json:"move_cpu_idle_s,omitempty"`
+	MoveTriesP50  int           `json:"move_tries_p50,omitempty"`
+	MoveTriesMax  int           `json:"move_tries_max,omitempty"`
+	MoveSetWatchN int           `json:"move_setwatches_failed,omitempty"` // tries whose SetWatches2 failed
+
 	StormKilled       string        `json:"storm_killed"`
 	StormDisconnected int           `json:"storm_disconnected"`
 	StormBack         int           `json:"storm_back"`
@@ -221,7 +237,7 @@ func parallel(ctx context.Context, n, workers int, f func(i int) error) error {
 // processes (scaleworker.go), at most scalePerWorker each: a process here
 // may hold at most `ulimit -n` descriptors (20,000 on the machine these
 // numbers come from, with no way to raise it).
-func (b *bench) runScale(ctx context.Context, out io.Writer, n, watches int, timeout, cpuWindow time.Duration) (scaleResult, error) {
+func (b *bench) runScale(ctx context.Context, out io.Writer, n, watches int, timeout, cpuWindow time.Duration, phases map[string]bool) (scaleResult, error) {
 	res := scaleResult{Sessions: n, Timeout: timeout}
 	e := b.ens
 	servers := b.servers
@@ -344,6 +360,13 @@ func (b *bench) runScale(ctx context.Context, out io.Writer, n, watches int, tim
 			return fmt.Sprintf("heap %s rss %s", mib(s.HeapWatches), mib(s.RSSWatches))
 		}))
 
+	// The move: every session to another server, its watches with it.
+	if phases["move"] {
+		if err := b.scaleMove(ctx, out, workers, &res, n); err != nil {
+			return res, err
+		}
+	}
+
 	// 5. Fan-out.
 	if _, err := workers.do(scaleCmd{Cmd: "arm-fanout"}); err != nil {
 		return res, err
@@ -364,64 +387,70 @@ func (b *bench) runScale(ctx context.Context, out io.Writer, n, watches int, tim
 	say("fan-out of one setData to %d watchers: %d events, ack %v, p50 %v, p99 %v, last %v", n, res.FanoutDelivered,
 		res.FanoutAck.Round(time.Microsecond), res.FanoutP50.Round(time.Microsecond), res.FanoutP99.Round(time.Microsecond), res.FanoutLast.Round(time.Microsecond))
 
-	// 6. The connect storm.
-	leader, err := e.waitLeader(ctx, 30*time.Second, 0)
-	if err != nil {
-		return res, err
-	}
-	res.StormKilled = e.name(leader)
-	dones, err = workers.do(scaleCmd{Cmd: "arm-storm", Server: leader - 1})
-	if err != nil {
-		return res, err
-	}
-	for _, d := range dones {
-		res.StormWatches += d.Watches
-	}
-	kill := time.Now()
-	<-e.killAsync(leader)
-	say("SIGKILL %s (leader) with %d sessions on it", res.StormKilled, res.Servers[leader-1].Sessions)
-	var quietSince time.Time
-	last := int64(-1)
-	workers.waitFor(ctx, lightReconnectFor+10*time.Second, func(s scaleStatus) bool {
-		if t := s.Down + s.Back + s.Expired + s.Failed; t != last {
-			last, quietSince = t, time.Now()
+	if phases["storm"] {
+		// 6. The connect storm.
+		leader, err := e.waitLeader(ctx, 30*time.Second, 0)
+		if err != nil {
+			return res, err
 		}
-		return s.Down == s.Back+s.Expired+s.Failed && time.Since(kill) > 5*time.Second && time.Since(quietSince) > 3*time.Second
-	})
-	dones, err = workers.do(scaleCmd{Cmd: "collect-storm"})
-	if err != nil {
-		return res, err
-	}
-	back := gatherSince(dones, kill)
-	res.StormAttempts, res.StormAttemptMs = map[string]int{}, map[string]int64{}
-	var tries []int
-	for _, d := range dones {
-		res.StormDisconnected += d.Down
-		res.StormExpired += d.Expired
-		res.StormFailed += d.Failed
-		for k, n := range d.Attempts {
-			res.StormAttempts[k] += n
-			res.StormAttemptMs[k] += d.AttemptMs[k]
+		res.StormKilled = e.name(leader)
+		dones, err = workers.do(scaleCmd{Cmd: "arm-storm", Server: leader - 1})
+		if err != nil {
+			return res, err
 		}
-		tries = append(tries, d.Tries...)
-	}
-	if len(tries) > 0 {
-		slices.Sort(tries)
-		res.StormTriesP50, res.StormTriesMax = tries[(len(tries)-1)/2], tries[len(tries)-1]
-	}
-	res.StormBack = int(back.n)
-	res.StormP50, res.StormAllBack = back.percentile(0.5), back.percentile(1)
-	say("storm: %d sessions lost their server, %d back (p50 %v, all %v after the kill), %d expired, %d failed; the killed server's sessions held %d watches",
-		res.StormDisconnected, res.StormBack, res.StormP50.Round(time.Millisecond), res.StormAllBack.Round(time.Millisecond), res.StormExpired, res.StormFailed, res.StormWatches)
-	if err := e.restart(ctx, leader); err != nil {
-		return res, fmt.Errorf("restarting %s: %w", res.StormKilled, err)
-	}
-	if nl, err := e.waitLeader(ctx, 60*time.Second, 0); err == nil {
-		if err := e.waitCaughtUp(ctx, leader, nl, 2*time.Minute); err != nil {
-			return res, fmt.Errorf("%s catching up: %w", res.StormKilled, err)
+		for _, d := range dones {
+			res.StormWatches += d.Watches
 		}
+		kill := time.Now()
+		<-e.killAsync(leader)
+		say("SIGKILL %s (leader) with %d sessions on it", res.StormKilled, res.Servers[leader-1].Sessions)
+		var quietSince time.Time
+		last := int64(-1)
+		workers.waitFor(ctx, lightReconnectFor+10*time.Second, func(s scaleStatus) bool {
+			if t := s.Down + s.Back + s.Expired + s.Failed; t != last {
+				last, quietSince = t, time.Now()
+			}
+			return s.Down == s.Back+s.Expired+s.Failed && time.Since(kill) > 5*time.Second && time.Since(quietSince) > 3*time.Second
+		})
+		dones, err = workers.do(scaleCmd{Cmd: "collect-storm"})
+		if err != nil {
+			return res, err
+		}
+		back := gatherSince(dones, kill)
+		res.StormAttempts, res.StormAttemptMs = map[string]int{}, map[string]int64{}
+		var tries []int
+		for _, d := range dones {
+			res.StormDisconnected += d.Down
+			res.StormExpired += d.Expired
+			res.StormFailed += d.Failed
+			for k, n := range d.Attempts {
+				res.StormAttempts[k] += n
+				res.StormAttemptMs[k] += d.AttemptMs[k]
+			}
+			tries = append(tries, d.Tries...)
+		}
+		if len(tries) > 0 {
+			slices.Sort(tries)
+			res.StormTriesP50, res.StormTriesMax = tries[(len(tries)-1)/2], tries[len(tries)-1]
+		}
+		res.StormBack = int(back.n)
+		res.StormP50, res.StormAllBack = back.percentile(0.5), back.percentile(1)
+		say("storm: %d sessions lost their server, %d back (p50 %v, all %v after the kill), %d expired, %d failed; the killed server's sessions held %d watches",
+			res.StormDisconnected, res.StormBack, res.StormP50.Round(time.Millisecond), res.StormAllBack.Round(time.Millisecond), res.StormExpired, res.StormFailed, res.StormWatches)
+		if err := e.restart(ctx, leader); err != nil {
+			return res, fmt.Errorf("restarting %s: %w", res.StormKilled, err)
+		}
+		if nl, err := e.waitLeader(ctx, 60*time.Second, 0); err == nil {
+			if err := e.waitCaughtUp(ctx, leader, nl, 2*time.Minute); err != nil {
+				return res, fmt.Errorf("%s catching up: %w", res.StormKilled, err)
+			}
+		}
+
 	}
 
+	if !phases["expiry"] {
+		return res, nil
+	}
 	// 7. Mass expiry.
 	t0 = time.Now()
 	dones, err = workers.do(scaleCmd{Cmd: "ephemerals"})
@@ -520,6 +549,62 @@ func (b *bench) runScale(ctx context.Context, out io.Writer, n, watches int, tim
 	return res, nil
 }
 
+// scaleMove closes every session's connection and waits until each is
+// back on another server with its watches (re-registered by SetWatches2),
+// or expired, or given up; the servers' CPU over that time is the cost of
+// taking them back.
+func (b *bench) scaleMove(ctx context.Context, out io.Writer, workers *scaleWorkers, res *scaleResult, n int) error {
+	e := b.ens
+	dones, err := workers.do(scaleCmd{Cmd: "arm-storm", Server: -1})
+	if err != nil {
+		return err
+	}
+	for _, d := range dones {
+		res.MoveWatches += d.Watches
+	}
+	cpu0 := make([]float64, e.size())
+	for i := range cpu0 {
+		cpu0[i] = cpuSeconds(e.pid(i + 1))
+	}
+	start := time.Now()
+	if _, err := workers.do(scaleCmd{Cmd: "move"}); err != nil {
+		return err
+	}
+	workers.waitFor(ctx, lightReconnectFor+10*time.Second, func(s scaleStatus) bool {
+		return s.Down >= int64(n) && s.Down == s.Back+s.Expired+s.Failed
+	})
+	took := time.Since(start)
+	for i := range cpu0 {
+		res.MoveCPU += cpuSeconds(e.pid(i+1)) - cpu0[i]
+		res.MoveCPUIdle += res.Servers[i].CPUIdle * took.Seconds()
+	}
+	dones, err = workers.do(scaleCmd{Cmd: "collect-storm"})
+	if err != nil {
+		return err
+	}
+	back := gatherSince(dones, start)
+	var tries []int
+	for _, d := range dones {
+		res.MoveSessions += d.Down
+		res.MoveExpired += d.Expired
+		res.MoveFailed += d.Failed
+		res.MoveSetWatchN += d.Attempts["setwatches"]
+		tries = append(tries, d.Tries...)
+	}
+	if len(tries) > 0 {
+		slices.Sort(tries)
+		res.MoveTriesP50, res.MoveTriesMax = tries[(len(tries)-1)/2], tries[len(tries)-1]
+	}
+	res.MoveBack = int(back.n)
+	res.MoveP50, res.MoveAllBack = back.percentile(0.5), back.percentile(1)
+	fmt.Fprintf(out, "# scale: move: %d sessions off their server, %d back on another (p50 %v, all %v), %d expired, %d failed, %d watches re-registered; the servers' CPU %.2f s (%.2f s idle in as long)\n",
+		res.MoveSessions, res.MoveBack, res.MoveP50.Round(time.Millisecond), res.MoveAllBack.Round(time.Millisecond), res.MoveExpired, res.MoveFailed, res.MoveWatches, res.MoveCPU, res.MoveCPUIdle)
+	if st := workers.status(); st.Lost > 0 {
+		return fmt.Errorf("after the move: %d sessions not connected (%d expired)", st.Lost, st.Expired)
+	}
+	return nil
+}
+
 // gatherSince records the workers' times (Unix ns) as durations since t
 // (percentile 0 and 1 are the first and the last, exactly).
 func gatherSince(dones []scaleMsg, t time.Time) *hist {
@@ -599,8 +684,18 @@ func printScale(out io.Writer, r scaleResult) {
 		r.Watches, r.WatchRegister.Round(time.Millisecond), float64(r.Watches)/r.WatchRegister.Seconds(), float64(heapW)/float64(max(1, r.Watches)))
 	fmt.Fprintf(out, "scale  fan-out to %d watchers: %d delivered, p50 %v p99 %v last %v\n",
 		r.FanoutWatchers, r.FanoutDelivered, r.FanoutP50.Round(time.Microsecond), r.FanoutP99.Round(time.Microsecond), r.FanoutLast.Round(time.Microsecond))
-	fmt.Fprintf(out, "scale  storm after SIGKILL of %s: %d disconnected, %d back (p50 %v, all %v), %d expired, %d failed, %d watches re-registered by the moved sessions\n",
-		r.StormKilled, r.StormDisconnected, r.StormBack, r.StormP50.Round(time.Millisecond), r.StormAllBack.Round(time.Millisecond), r.StormExpired, r.StormFailed, r.StormWatches)
+	if r.MoveSessions > 0 {
+		extra := max(0, r.MoveCPU-r.MoveCPUIdle)
+		fmt.Fprintf(out, "scale  move of every session to another server: %d moved, %d back (p50 %v, all %v), %d expired, %d failed, %d watches re-registered; servers' CPU %.2f s above idle (%.1f µs a session, %.2f µs a watch); tries per session p50 %d, max %d\n",
+			r.MoveSessions, r.MoveBack, r.MoveP50.Round(time.Millisecond), r.MoveAllBack.Round(time.Millisecond), r.MoveExpired, r.MoveFailed, r.MoveWatches,
+			extra, extra*1e6/float64(r.MoveSessions), extra*1e6/float64(max(1, r.MoveWatches)), r.MoveTriesP50, r.MoveTriesMax)
+	}
+	if r.StormKilled == "" {
+		fmt.Fprintf(out, "scale  storm not run (-scale-phases)\n")
+	} else {
+		fmt.Fprintf(out, "scale  storm after SIGKILL of %s: %d disconnected, %d back (p50 %v, all %v), %d expired, %d failed, %d watches re-registered by the moved sessions\n",
+			r.StormKilled, r.StormDisconnected, r.StormBack, r.StormP50.Round(time.Millisecond), r.StormAllBack.Round(time.Millisecond), r.StormExpired, r.StormFailed, r.StormWatches)
+	}
 	if len(r.StormAttempts) > 0 {
 		var kinds []string
 		for _, k := range []string{"ok", "closed", "timeout", "dial", "setwatches", "expired"} {
@@ -609,6 +704,10 @@ func printScale(out io.Writer, r scaleResult) {
 			}
 		}
 		fmt.Fprintf(out, "scale  storm tries: %s; per session p50 %d, max %d\n", strings.Join(kinds, ", "), r.StormTriesP50, r.StormTriesMax)
+	}
+	if r.ExpirySessions == 0 {
+		fmt.Fprintf(out, "scale  expiry not run (-scale-phases)\n")
+		return
 	}
 	fmt.Fprintf(out, "scale  expiry of %d sessions at once: %d ephemerals deleted from %v to %v after the drop, %d left; setData p99 %v before, %v during (max %v before, %v during, %d writes, %d errors)\n",
 		r.ExpirySessions, r.ExpiryDeleted, r.ExpiryFirst.Round(time.Millisecond), r.ExpiryLast.Round(time.Millisecond), r.ExpiryLeft,

@@ -36,7 +36,7 @@ const scalePerWorker = 15000
 type scaleCmd struct {
 	Cmd    string `json:"cmd"`
 	Per    int    `json:"per,omitempty"`    // watch: watches per session
-	Server int    `json:"server,omitempty"` // arm-storm: the server (index) about to be killed
+	Server int    `json:"server,omitempty"` // arm-storm: the server (index) about to be killed; -1 every server (a move)
 }
 
 type scaleStatus struct {
@@ -445,9 +445,13 @@ func (w *scaleWorker) do(cmd scaleCmd) (scaleMsg, error) {
 
 	case "arm-storm":
 		for _, lc := range w.conns {
-			if lc.server() == cmd.Server {
+			if cmd.Server < 0 || lc.server() == cmd.Server {
 				m.Watches += lc.watchCount()
 			}
+		}
+		// Counted afresh: a move may have come before.
+		for _, c := range []*atomic.Int64{&w.st.down, &w.st.back, &w.st.expired, &w.st.failed} {
+			c.Store(0)
 		}
 		down := func(lc *lightConn, at time.Time) { w.st.down.Add(1) }
 		back := func(lc *lightConn, at time.Time, expired bool, err error) {
@@ -464,6 +468,7 @@ func (w *scaleWorker) do(cmd scaleCmd) (scaleMsg, error) {
 			}
 		}
 		w.mu.Lock()
+		w.backs = nil
 		w.attempts, w.attemptT, w.tries = map[string]int{}, map[string]time.Duration{}, map[*lightConn]int{}
 		w.mu.Unlock()
 		attempt := func(lc *lightConn, kind string, took time.Duration) {
@@ -495,6 +500,15 @@ func (w *scaleWorker) do(cmd scaleCmd) (scaleMsg, error) {
 		}
 		w.mu.Unlock()
 		m.Down, m.Expired, m.Failed = int(w.st.down.Load()), int(w.st.expired.Load()), int(w.st.failed.Load())
+		return m, nil
+
+	case "move":
+		// Every session's connection closed under it, the session kept: it
+		// reconnects to another server and re-registers its watches, as
+		// after its server's restart (arm-storm with -1 counts them).
+		for _, lc := range w.conns {
+			lc.bounce()
+		}
 		return m, nil
 
 	case "ephemerals":
