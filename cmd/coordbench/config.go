@@ -68,7 +68,7 @@ type config struct {
 	scaleTimeout     time.Duration
 	scaleCPUWindow   time.Duration
 	scalePhases      map[string]bool // -scale-phases: which of move, storm, expiry run
-	floor            int // -floor: samples of each part of the write floor (floor.go)
+	floor            int             // -floor: samples of each part of the write floor (floor.go)
 
 	jsonPath string // "" none, "-" stdout, else a file
 	verbose  bool
