@@ -303,3 +303,64 @@ func TestPerAddressLimitAndHandshakeTimeout(t *testing.T) {
 		t.Errorf("coord_server_connections_refused_total{reason=handshake_timeout} = %v", n)
 	}
 }
+
+// A server holds at most MaxClientTotal client connections from all
+// addresses together (by default its open-file limit less a reserve for
+// raft and its files): one more is closed at once, ZooKeeper protocol or
+// gRPC, counted as total_limit, and a connection that goes makes room.
+func TestTotalClientLimit(t *testing.T) {
+	t.Parallel()
+	c := NewTestClusterWith(t, 1, 0, func(cfg *Config) {
+		cfg.MaxClientConns = 0
+		cfg.MaxClientTotal = 3
+	})
+	s := c.Servers[0]
+	var held []*rawZK
+	for i := 0; i < 3; i++ {
+		r := dialZK(t, s.ZKAddr())
+		if resp := r.connect(zk.ConnectRequest{TimeOut: 10000}); resp.SessionID == 0 {
+			t.Fatalf("connection %d refused", i)
+		}
+		held = append(held, r)
+	}
+	if extra := dialZK(t, s.ZKAddr()); !extra.closed() {
+		t.Fatal("a fourth client connection was not closed")
+	}
+	if _, err := dialSession(t, s.GRPCAddr(), nil); err == nil {
+		t.Fatal("a gRPC session past the total limit was accepted")
+	}
+	if n := testutil.ToFloat64(s.metrics.connsRefused.WithLabelValues("total_limit")); n < 2 {
+		t.Errorf("coord_server_connections_refused_total{reason=total_limit} = %v, want 2", n)
+	}
+	held[0].nc.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := dialZK(t, s.ZKAddr())
+		r.nc.Write(zk.AppendFrame(nil, &zk.ConnectRequest{TimeOut: 10000}))
+		if _, err := zk.ReadFrame(r.br, zk.DefaultMaxFrame); err == nil {
+			held[0] = r
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no room after a connection closed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, r := range held {
+		r.nc.Close()
+	}
+}
+
+// The default bound keeps a sixteenth of the open-file limit (at least
+// 256) for what is not a client.
+func TestClientConnsTotalKeepsAReserve(t *testing.T) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur > 1<<30 {
+		t.Skip("no open-file limit to read")
+	}
+	soft := int(lim.Cur)
+	got := clientConnsTotal()
+	if reserve := soft - got; got < 1 || (soft > 300 && reserve < 256) || reserve < soft/16 {
+		t.Fatalf("open-file limit %d: client bound %d keeps %d back", soft, got, reserve)
+	}
+}

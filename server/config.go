@@ -201,6 +201,11 @@ type Config struct {
 	// word) before it is closed (ZooKeeper: 10 s).
 	MaxClientConns   int
 	HandshakeTimeout time.Duration
+	// MaxClientTotal bounds all the client connections of the server; 0
+	// takes its open-file limit less a reserve for raft, the peer plane
+	// and its files (connlimit.go), -1 is no bound. One more is closed at
+	// once, and its client tries another server.
+	MaxClientTotal int
 	// MaxOutstanding bounds what a client connection holds on the server:
 	// its requests in flight plus the replies and events not yet written
 	// to it; MaxQueuedBytes bounds the bytes of those unsent replies and
@@ -362,6 +367,8 @@ func (c *Config) Validate() error {
 		return fieldError("leader-loss-fraction", "LeaderLossFraction", "= %v, want above 0 and below 2/3", c.LeaderLossFraction)
 	case c.MaxWatchesPerSession < 0:
 		return fieldError("max-watches-per-session", "MaxWatchesPerSession", "= %d, want >= 0 (0: no limit)", c.MaxWatchesPerSession)
+	case c.MaxClientTotal < -1:
+		return fieldError("max-client-total", "MaxClientTotal", "= %d, want >= -1 (0: the open-file limit less a reserve, -1: no bound)", c.MaxClientTotal)
 	case c.MaxClientConns < 0:
 		return fieldError("max-client-conns", "MaxClientConns", "= %d, want >= 0 (0: no limit)", c.MaxClientConns)
 	case c.HandshakeTimeout <= 0:

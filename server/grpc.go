@@ -39,8 +39,13 @@ func (cs *coordService) Session(stream api.Coord_SessionServer) error {
 		return status.Error(codes.InvalidArgument, "the first message of a session must be a ConnectRequest")
 	}
 	ip := peerIP(stream.Context())
-	if !s.clientConns.acquire(ip) {
-		s.metrics.connsRefused.WithLabelValues("per_address_limit").Inc()
+	switch why := s.clientConns.acquire(ip); why {
+	case "":
+	case refusedTotal:
+		s.metrics.connsRefused.WithLabelValues(why).Inc()
+		return status.Errorf(codes.ResourceExhausted, "this server holds as many client connections as it may (%d); try another", s.clientConns.total)
+	default:
+		s.metrics.connsRefused.WithLabelValues(why).Inc()
 		return status.Errorf(codes.ResourceExhausted, "too many connections from %s (max %d)", ip, s.cfg.MaxClientConns)
 	}
 	defer s.clientConns.release(ip)

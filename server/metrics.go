@@ -66,7 +66,7 @@ func newMetrics(s *Server) *metrics {
 		Name: "coord_server_accept_errors_total", Help: "Failed accepts on the ZooKeeper port (retried after a short pause).",
 	})
 	m.connsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "coord_server_connections_refused_total", Help: "Client connections closed by a limit: per_address_limit (MaxClientConns) or handshake_timeout.",
+		Name: "coord_server_connections_refused_total", Help: "Client connections closed by a limit: per_address_limit (MaxClientConns), total_limit (MaxClientTotal) or handshake_timeout.",
 	}, []string{"reason"})
 	m.throttles = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "coord_server_connection_throttles_total", Help: "Times a client connection's outbound queue reached its bound and the server stopped reading its requests.",

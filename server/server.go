@@ -122,7 +122,14 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.tls = tf
 	}
-	s.clientConns = newAddrLimiter(cfg.MaxClientConns)
+	total := cfg.MaxClientTotal
+	switch total {
+	case 0:
+		total = clientConnsTotal()
+	case -1:
+		total = 0
+	}
+	s.clientConns = newAddrLimiter(cfg.MaxClientConns, total)
 	s.metrics = newMetrics(s)
 	s.samples = newServerSampler(s)
 	var audit *slog.Logger

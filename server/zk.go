@@ -63,7 +63,7 @@ func (s *Server) SecureZKAddr() string {
 // zkServer is the server as its ZooKeeper front end sees it.
 type zkServer struct{ s *Server }
 
-func (z zkServer) Admit(nc net.Conn) (string, bool) {
+func (z zkServer) Admit(nc net.Conn) (string, string) {
 	ip := ipOf(nc.RemoteAddr())
 	return ip, z.s.clientConns.acquire(ip)
 }

@@ -238,6 +238,7 @@ Flags of a server (each may also be set in the -config file, under its name with
 	superDigestFile := fs.String("super-digest-file", "", "a `file` holding the -super-digest value (user:base64-sha1; 'coord digest user:password' prints one), for deployments that keep it out of the command line")
 	adminX509 := fs.String("admin-x509", "", "client certificate subjects (RFC 2253, e.g. CN=ops,O=example; several separated by ';') that are admin identities on the Admin gRPC service, as the -super-digest user is")
 	maxClientConns := fs.Int("max-client-conns", def.MaxClientConns, "client connections allowed from one address (ZooKeeper's maxClientCnxns; 0: no limit)")
+	maxClientTotal := fs.Int("max-client-total", def.MaxClientTotal, "client connections allowed in all (0: the open-file limit less a sixteenth, at least 256, kept for raft, peers and files; -1: no bound)")
 	containerCheck := fs.Duration("container-check-interval", def.ContainerCheckInterval, "how often the leader deletes empty container nodes and expired TTL nodes (ZooKeeper's znode.container.checkIntervalMs)")
 	handshakeTimeout := fs.Duration("handshake-timeout", def.HandshakeTimeout, "how long a new ZooKeeper connection may take to send its connect request")
 	maxOutstanding := fs.Int("max-outstanding", def.MaxOutstanding, "requests in flight plus unsent replies a client connection may hold before the server stops reading it")
@@ -300,6 +301,7 @@ Flags of a server (each may also be set in the -config file, under its name with
 			cfg.MaxSessionTimeout = *maxTimeout
 		}
 		cfg.MaxClientConns, cfg.HandshakeTimeout = *maxClientConns, *handshakeTimeout
+		cfg.MaxClientTotal = *maxClientTotal
 		cfg.MaxOutstanding, cfg.MaxQueuedBytes = *maxOutstanding, *maxQueuedBytes
 		cfg.MaxWatchesPerSession = *maxWatches
 		cfg.EnforceQuota = *enforceQuota

@@ -22,10 +22,11 @@ import (
 type Server interface {
 	// Admit counts a new connection from nc's address against the
 	// server's per-address limit (ZooKeeper's maxClientCnxns, which the
-	// ZooKeeper port shares with gRPC session streams) and returns the
-	// address as an "ip" ACL id; false refuses the connection. Release
-	// uncounts a connection Admit let in.
-	Admit(nc net.Conn) (ip string, ok bool)
+	// ZooKeeper port shares with gRPC session streams) and its limit on
+	// all client connections, and returns the address as an "ip" ACL id
+	// and "" or why it refuses the connection (a refused-connections
+	// metric reason). Release uncounts a connection Admit let in.
+	Admit(nc net.Conn) (ip, refused string)
 	Release(ip string)
 	// X509Identity is the identity a verified client certificate gives a
 	// session (false: none), as the server's other client ports take it.
@@ -181,6 +182,7 @@ func (f *Frontend) Close() {
 // listener for good.
 func (f *Frontend) accept(lis net.Listener) {
 	var pause time.Duration
+	var lastFull time.Time
 	for {
 		nc, err := lis.Accept()
 		if err != nil {
@@ -203,11 +205,18 @@ func (f *Frontend) accept(lis net.Listener) {
 			continue
 		}
 		pause = 0
-		ip, ok := f.srv.Admit(nc)
-		if !ok {
-			// ZooKeeper's maxClientCnxns: the connection is closed at once.
-			f.log.Warn("too many connections from one address; closing", "ip", ip, "max", f.cfg.MaxClientConns)
-			f.srv.Refused("per_address_limit")
+		ip, why := f.srv.Admit(nc)
+		if why != "" {
+			// ZooKeeper's maxClientCnxns, or the server's own bound on
+			// all of them: the connection is closed at once, and its
+			// client tries another server.
+			if why == "per_address_limit" {
+				f.log.Warn("too many connections from one address; closing", "ip", ip, "max", f.cfg.MaxClientConns)
+			} else if now := time.Now(); now.Sub(lastFull) >= time.Second {
+				lastFull = now // once a second at most: a storm refuses thousands
+				f.log.Warn("as many client connections as this server may hold; closing new ones", "reason", why)
+			}
+			f.srv.Refused(why)
 			nc.Close()
 			continue
 		}
