@@ -16,7 +16,14 @@ import (
 )
 
 // forwarder carries this server's writes to the leader over one ordered
-// Forward stream, and fails them if the stream breaks.
+// Forward stream, and fails them if the stream breaks. Writes are queued
+// in order under mu and sent by the stream's own goroutine (sendLoop):
+// nothing holds mu while a Send waits. Senders used to hold it across
+// Send, which blocks under gRPC's flow control once the leader stops
+// reading (it does at 4,096 writes awaiting their answers), while the
+// goroutine reading the answers needed mu to take them: with thousands of
+// writes at once (a storm of sessions re-attaching through one server)
+// neither side moved again.
 type forwarder struct {
 	r        *Replica
 	mu       sync.Mutex
@@ -24,8 +31,52 @@ type forwarder struct {
 	cc       *grpc.ClientConn
 	stream   api.Internal_ForwardClient
 	cancel   context.CancelFunc
+	out      *sendQueue // the stream's writes not yet sent
 	inflight map[uint64]forwarded
 	closed   bool
+}
+
+// sendQueue is one stream's writes waiting for its sendLoop.
+type sendQueue struct {
+	mu   sync.Mutex
+	reqs []*api.ForwardRequest
+	wake chan struct{} // cap 1: there is something to send
+	done chan struct{} // closed once the stream is dropped
+}
+
+func newSendQueue() *sendQueue {
+	return &sendQueue{wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+func (q *sendQueue) push(req *api.ForwardRequest) {
+	q.mu.Lock()
+	q.reqs = append(q.reqs, req)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take waits for writes to send and returns them in order (nil once the
+// stream is dropped).
+func (q *sendQueue) take(into []*api.ForwardRequest) []*api.ForwardRequest {
+	for {
+		q.mu.Lock()
+		if len(q.reqs) > 0 {
+			into = append(into[:0], q.reqs...)
+			clear(q.reqs)
+			q.reqs = q.reqs[:0]
+			q.mu.Unlock()
+			return into
+		}
+		q.mu.Unlock()
+		select {
+		case <-q.wake:
+		case <-q.done:
+			return nil
+		}
+	}
 }
 
 // forwarded is a write sent to the leader and not yet answered.
@@ -55,8 +106,27 @@ func (f *forwarder) send(seq uint64, cmd *fsm.Command, fail func(error)) {
 		return
 	}
 	f.inflight[seq] = forwarded{fail: fail, sent: time.Now()}
-	if err := f.stream.Send(&api.ForwardRequest{Seq: seq, Command: cmd.Encode(nil)}); err != nil {
-		f.resetLocked(fmt.Errorf("server: forwarding to %s: %w", f.leader, err))
+	f.out.push(&api.ForwardRequest{Seq: seq, Command: cmd.Encode(nil)})
+}
+
+// sendLoop sends stream's queued writes in order until the stream is
+// dropped or a Send fails, which drops it.
+func (f *forwarder) sendLoop(stream api.Internal_ForwardClient, q *sendQueue) {
+	var batch []*api.ForwardRequest
+	for {
+		if batch = q.take(batch); batch == nil {
+			return
+		}
+		for _, req := range batch {
+			if err := stream.Send(req); err != nil {
+				f.mu.Lock()
+				if f.stream == stream {
+					f.resetLocked(fmt.Errorf("server: forwarding to %s: %w", f.leader, err))
+				}
+				f.mu.Unlock()
+				return
+			}
+		}
 	}
 }
 
@@ -116,8 +186,9 @@ func (f *forwarder) tryConnectLocked(ctx context.Context) error {
 		cc.Close()
 		return err
 	}
-	f.leader, f.cc, f.stream, f.cancel = id, cc, stream, scancel
+	f.leader, f.cc, f.stream, f.cancel, f.out = id, cc, stream, scancel, newSendQueue()
 	go f.receive(stream)
+	go f.sendLoop(stream, f.out)
 	return nil
 }
 
@@ -169,7 +240,10 @@ func (f *forwarder) resetLocked(err error) {
 		f.cancel()
 		f.cc.Close()
 	}
-	f.stream, f.cc, f.cancel, f.leader = nil, nil, nil, ""
+	if f.out != nil {
+		close(f.out.done)
+	}
+	f.stream, f.cc, f.cancel, f.leader, f.out = nil, nil, nil, "", nil
 	for seq, fw := range f.inflight {
 		fw.fail(err)
 		delete(f.inflight, seq)
