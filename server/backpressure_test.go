@@ -270,19 +270,7 @@ func TestPerAddressLimitAndHandshakeTimeout(t *testing.T) {
 	}
 	// One goes: there is room again.
 	held[0].nc.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		r := dialZK(t, s.ZKAddr())
-		r.nc.Write(zk.AppendFrame(nil, &zk.ConnectRequest{TimeOut: 10000}))
-		if _, err := zk.ReadFrame(r.br, zk.DefaultMaxFrame); err == nil {
-			held[0] = r
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no room after a connection closed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	held[0] = connectOnceRoom(t, s)
 	for _, r := range held {
 		r.nc.Close()
 	}
@@ -333,19 +321,7 @@ func TestTotalClientLimit(t *testing.T) {
 		t.Errorf("coord_server_connections_refused_total{reason=total_limit} = %v, want 2", n)
 	}
 	held[0].nc.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		r := dialZK(t, s.ZKAddr())
-		r.nc.Write(zk.AppendFrame(nil, &zk.ConnectRequest{TimeOut: 10000}))
-		if _, err := zk.ReadFrame(r.br, zk.DefaultMaxFrame); err == nil {
-			held[0] = r
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no room after a connection closed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	held[0] = connectOnceRoom(t, s)
 	for _, r := range held {
 		r.nc.Close()
 	}
@@ -362,5 +338,23 @@ func TestClientConnsTotalKeepsAReserve(t *testing.T) {
 	got := clientConnsTotal()
 	if reserve := soft - got; got < 1 || (soft > 300 && reserve < 256) || reserve < soft/16 {
 		t.Fatalf("open-file limit %d: client bound %d keeps %d back", soft, got, reserve)
+	}
+}
+
+// connectOnceRoom opens a session on s, trying for 5 s while s closes each
+// connection at once (a limit it is at).
+func connectOnceRoom(t *testing.T, s *Server) *rawZK {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := dialZK(t, s.ZKAddr())
+		r.nc.Write(zk.AppendFrame(nil, &zk.ConnectRequest{TimeOut: 10000}))
+		if _, err := zk.ReadFrame(r.br, zk.DefaultMaxFrame); err == nil {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no room after a connection closed")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

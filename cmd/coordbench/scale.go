@@ -429,10 +429,7 @@ func (b *bench) runScale(ctx context.Context, out io.Writer, n, watches int, tim
 			}
 			tries = append(tries, d.Tries...)
 		}
-		if len(tries) > 0 {
-			slices.Sort(tries)
-			res.StormTriesP50, res.StormTriesMax = tries[(len(tries)-1)/2], tries[len(tries)-1]
-		}
+		res.StormTriesP50, res.StormTriesMax = medianMax(tries)
 		res.StormBack = int(back.n)
 		res.StormP50, res.StormAllBack = back.percentile(0.5), back.percentile(1)
 		say("storm: %d sessions lost their server, %d back (p50 %v, all %v after the kill), %d expired, %d failed; the killed server's sessions held %d watches",
@@ -591,10 +588,7 @@ func (b *bench) scaleMove(ctx context.Context, out io.Writer, workers *scaleWork
 		res.MoveSetWatchN += d.Attempts["setwatches"]
 		tries = append(tries, d.Tries...)
 	}
-	if len(tries) > 0 {
-		slices.Sort(tries)
-		res.MoveTriesP50, res.MoveTriesMax = tries[(len(tries)-1)/2], tries[len(tries)-1]
-	}
+	res.MoveTriesP50, res.MoveTriesMax = medianMax(tries)
 	res.MoveBack = int(back.n)
 	res.MoveP50, res.MoveAllBack = back.percentile(0.5), back.percentile(1)
 	fmt.Fprintf(out, "# scale: move: %d sessions off their server, %d back on another (p50 %v, all %v), %d expired, %d failed, %d watches re-registered; the servers' CPU %.2f s (%.2f s idle in as long)\n",
@@ -603,6 +597,16 @@ func (b *bench) scaleMove(ctx context.Context, out io.Writer, workers *scaleWork
 		return fmt.Errorf("after the move: %d sessions not connected (%d expired)", st.Lost, st.Expired)
 	}
 	return nil
+}
+
+// medianMax returns the median and the largest of tries (sorted in place),
+// zeros for none.
+func medianMax(tries []int) (p50, most int) {
+	if len(tries) == 0 {
+		return 0, 0
+	}
+	slices.Sort(tries)
+	return tries[(len(tries)-1)/2], tries[len(tries)-1]
 }
 
 // gatherSince records the workers' times (Unix ns) as durations since t

@@ -268,7 +268,7 @@ type raftStream struct {
 	*chanListener
 	p *peerPlane
 	// running, once set, lets raft's connections through; until then
-	// Accept closes them (nil: always through).
+	// Accept closes them.
 	running *atomic.Bool
 }
 
@@ -286,7 +286,7 @@ type raftStream struct {
 func (s raftStream) Accept() (net.Conn, error) {
 	for {
 		c, err := s.chanListener.Accept()
-		if err != nil || s.running == nil || s.running.Load() {
+		if err != nil || s.running.Load() {
 			return c, err
 		}
 		c.Close()
